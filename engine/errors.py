@@ -1,0 +1,47 @@
+"""The engine's error tree. Adapters translate vendor errors into it at the boundary; the API maps it to RFC 9457
+problem details in one place.
+
+    FeltsenseError
+    ├── NotFound                 404: the thing does not exist (or is not the caller's to see)
+    ├── InvalidInput             422: a value is wrong; says what, where and why
+    ├── ConfigurationError       the service is set up wrong (raised at startup)
+    └── BackendError
+        ├── BackendUnavailable   503 with Retry-After: a store, embedder or classifier cannot be reached
+        └── BackendRejected      502: a backend answered, but refused or returned something invalid
+"""
+
+from __future__ import annotations
+
+
+class FeltsenseError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class NotFound(FeltsenseError):
+    pass
+
+
+class InvalidInput(FeltsenseError):
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ConfigurationError(FeltsenseError):
+    pass
+
+
+class BackendError(FeltsenseError):
+    def __init__(self, message: str, *, backend: str) -> None:
+        super().__init__(message)
+        self.backend = backend
+
+
+class BackendUnavailable(BackendError):
+    def __init__(self, message: str, *, backend: str, retry_after_s: int = 5) -> None:
+        super().__init__(message, backend=backend)
+        self.retry_after_s = retry_after_s
+
+
+class BackendRejected(BackendError):
+    pass

@@ -1,0 +1,228 @@
+"""Domain models: what the engine stores and what recall answers.
+
+Models that cross a boundary (requests, stored records, recall results) forbid unknown fields, so a typo in a
+caller's payload is an error that names the field rather than a silently ignored key. Numbers carry their unit
+or range in the name or the field description.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+REGISTERS: tuple[str, ...] = (
+    "grief",
+    "sadness",
+    "anxiety",
+    "anger",
+    "shame",
+    "joy",
+    "affection",
+    "pride",
+    "curiosity",
+    "neutral",
+)
+"""The emotional register vocabulary of ../shared/transcripts/FORMAT.md, in a fixed order (classifier heads use it)."""
+
+Register = Literal["grief", "sadness", "anxiety", "anger", "shame", "joy", "affection", "pride", "curiosity", "neutral"]
+Role = Literal["user", "character"]
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("timestamp must carry a time zone (e.g. 2025-03-01T18:00:00Z)")
+    return value.astimezone(UTC)
+
+
+AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+Identifier = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Turn(Frozen):
+    """One message of a conversation, as a character runtime reports it."""
+
+    turn_id: Identifier
+    session_id: Identifier
+    character_id: Identifier
+    user_id: Identifier
+    role: Role
+    text: str = Field(min_length=1, max_length=20_000)
+    timestamp: AwareDatetime
+
+
+class Partition(Frozen):
+    """Memory is partitioned by (character, user): one user's memories with one character."""
+
+    character_id: Identifier
+    user_id: Identifier
+
+
+class TraceStatus(StrEnum):
+    PENDING = "pending"
+    COMPLETE = "complete"
+
+
+class MemoryKind(StrEnum):
+    EMOTIONAL = "emotional"
+    FACTUAL = "factual"
+
+
+class Memory(Frozen):
+    """The unit of recall: one user turn, with the character turn it answered as context.
+
+    A user turn is the unit because the user's own words are what they echo later ("Luna", "the park"); the
+    character's replies are generated text that would pollute anchors and lexical matches. The character turn
+    just before it is kept as ``context`` so a short reply ("Thanks. I just miss her so much.") still reads
+    sensibly when it is put in front of the character.
+    """
+
+    memory_id: str
+    turn_id: str
+    session_id: str
+    character_id: str
+    user_id: str
+    text: str
+    context: str = ""
+    created_at: AwareDatetime
+
+    @property
+    def partition(self) -> Partition:
+        return Partition(character_id=self.character_id, user_id=self.user_id)
+
+
+class Trace(Frozen):
+    """What the write-time pass wrote beside a memory: how the moment felt, and what it was about."""
+
+    memory_id: str
+    status: TraceStatus
+    register: Register = "neutral"
+    valence: float = Field(default=0.0, ge=-1.0, le=1.0, description="-1 (very negative) .. 1 (very positive)")
+    intensity: float = Field(default=0.0, ge=0.0, le=1.0, description="0 (flat) .. 1 (overwhelming)")
+    engagement: float = Field(default=0.0, ge=0.0, le=1.0, description="0 (disengaged) .. 1 (fully engaged)")
+    anchors: tuple[str, ...] = ()
+    kind: MemoryKind = MemoryKind.FACTUAL
+    written_at: AwareDatetime
+    classifier: str = Field(default="", description="name@version of what classified the memory")
+    attempts: int = Field(default=0, ge=0, description="write-time attempts so far (pending traces are retried)")
+    last_error: str = ""
+
+
+class Leg(StrEnum):
+    VECTOR = "vector"
+    LEXICAL = "lexical"
+    SUBSTRING = "substring"
+
+
+class Candidate(Frozen):
+    """A stage-one hit: a memory id with its fused relevance and the legs that found it."""
+
+    memory_id: str
+    relevance: float = Field(ge=0.0, le=1.0)
+    vector_score: float | None = Field(default=None, description="cosine similarity, when the vector leg found it")
+    lexical_score: float | None = Field(default=None, description="BM25 normalised to 0..1, when lexical found it")
+    legs: tuple[Leg, ...]
+
+
+class RecallQuery(Frozen):
+    character_id: Identifier
+    user_id: Identifier
+    message: str = Field(min_length=1, max_length=20_000)
+    session_id: Identifier | None = Field(
+        default=None, description="the caller's current session; its turns are left out unless include_current_session"
+    )
+    at: AwareDatetime | None = Field(default=None, description="the turn's time; now when left out")
+    limit: int = Field(default=6, ge=1, le=40)
+    include_current_session: bool = False
+
+
+class ScoreComponents(Frozen):
+    """Every factor of a stage-two score, so any ranking can be explained."""
+
+    relevance: float
+    salience: float = Field(description="trace intensity decayed by age (emotional) or the flat factual weight")
+    salience_weight: float = Field(description="the multiplier salience contributes: base + (1 - base) * salience")
+    anchor_boost: float = Field(description="1 when no anchor matched, the profile's boost when one did")
+    strength: float = 1.0
+    scope_weight: float = 1.0
+    age_days: float
+    half_life_days: float
+    score: float
+
+
+class RecalledMemory(Frozen):
+    memory_id: str
+    text: str
+    context: str
+    session_id: str
+    created_at: datetime
+    legs: tuple[Leg, ...]
+    trace: Trace | None
+    matched_anchors: tuple[str, ...]
+    components: ScoreComponents
+
+
+class ToneConstraint(Frozen):
+    """A rule for the character's tone, added to the system message."""
+
+    register: Register
+    anchors: tuple[str, ...]
+    instruction: str
+    source_memory_ids: tuple[str, ...]
+    standing: bool = Field(description="a standing rule: in force whether or not its memories were recalled")
+    intensity: float
+    valence: float
+
+
+RecallMode = Literal["hybrid", "lexical", "substring"]
+
+
+class RecallTrace(Frozen):
+    """How recall answered: which legs ran, how many candidates each found, where the floors cut, timings."""
+
+    mode: RecallMode
+    legs: tuple[Leg, ...]
+    vector_candidates: int
+    lexical_candidates: int
+    fused_candidates: int
+    dropped_below_floor: int
+    excluded_current_session: int
+    standing_rule_memories: int
+    timings_ms: dict[str, float]
+    profile_version: int
+    notes: tuple[str, ...] = ()
+
+
+class AssembledContext(Frozen):
+    system: str = Field(description="goes into the character's system message: tone constraints and standing rules")
+    tail: str = Field(description="goes beside the user's message: the recalled memories")
+
+
+class RecallResult(Frozen):
+    memories: tuple[RecalledMemory, ...]
+    tone_constraints: tuple[ToneConstraint, ...] = Field(description="from this turn's recalled memories")
+    standing_rules: tuple[ToneConstraint, ...] = Field(description="in force whatever was recalled")
+    context: AssembledContext
+    trace: RecallTrace
+
+    @property
+    def tone_in_force(self) -> tuple[ToneConstraint, ...]:
+        return self.tone_constraints + self.standing_rules
+
+
+class IngestReport(Frozen):
+    stored: int
+    duplicates: int
+    memories: int
+
+
+class CloseReport(Frozen):
+    session_id: str
+    traces_written: int
+    traces_pending: int

@@ -1,0 +1,102 @@
+"""Ports: the narrow, batch-first interfaces the services depend on. Adapters implement them structurally."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.models import Candidate, Memory, Partition, Trace, Turn
+from engine.tuning import RetrievalParams
+
+
+class Embedder(Protocol):
+    """Text in, L2-normalised float32 rows out (one row per text)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+class TraceClassification(Protocol):
+    register: str
+    valence: float
+    intensity: float
+
+
+class Classifier(Protocol):
+    """Classifies memories at write time. ``embeddings`` are the memories' own vectors, already computed."""
+
+    @property
+    def name(self) -> str: ...
+
+    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[TraceClassification]: ...
+
+
+class MemoryStore(Protocol):
+    """Durable records (turns, memories, traces) plus the stage-one indexes over memories."""
+
+    def add_turns(self, turns: Sequence[Turn]) -> list[bool]:
+        """Store turns idempotently by turn id; True for each turn that was new."""
+        ...
+
+    def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32]) -> None: ...
+
+    def get_turns(self, session_id: str) -> list[Turn]: ...
+
+    def session_memories(self, session_id: str) -> list[Memory]: ...
+
+    def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]: ...
+
+    def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]: ...
+
+    def put_traces(self, traces: Sequence[Trace]) -> None: ...
+
+    def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]: ...
+
+    def partition_traces(self, partition: Partition) -> list[tuple[Memory, Trace]]:
+        """Every complete trace of a partition, with its memory (for standing tone rules)."""
+        ...
+
+    def pending_sessions(self) -> list[str]:
+        """Closed sessions with at least one pending trace."""
+        ...
+
+    def mark_session_closed(self, session_id: str, closed_at: datetime) -> None: ...
+
+    def closed_sessions(self, session_ids: Sequence[str]) -> set[str]: ...
+
+    def search(
+        self,
+        partition: Partition,
+        *,
+        query_vector: NDArray[np.float32] | None,
+        query_text: str,
+        params: RetrievalParams,
+        exclude_session: str | None,
+        created_before: datetime,
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        """Stage one. With no query vector the vector leg is skipped (the embedder is down).
+
+        Returns up to ``params.candidates`` candidates, best first, and counts for the recall trace
+        (vector, lexical, fused, dropped_below_floor, excluded_current_session).
+        """
+        ...
+
+    def substring_search(
+        self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
+        created_before: datetime,
+    ) -> list[Candidate]:
+        """The last-resort mode: memories containing any of the query's words as plain substrings."""
+        ...
+
+    def count(self, partition: Partition) -> int: ...
+
+    def close(self) -> None: ...

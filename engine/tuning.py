@@ -1,0 +1,132 @@
+"""The per-character tuning profile: every constant that shapes retrieval, ranking and tone.
+
+Creative directors tune these, not engineers, so each one is validated, documented here with its default, and
+carries its unit in its name. Nothing in ``scoring/`` or the services hard-codes a constant that belongs here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RetrievalParams(_Params):
+    """Stage one: two legs (vector and lexical) fused into one ranked list (seed 000, "Two legs, one ranked list")."""
+
+    candidates: int = Field(default=40, ge=1, le=200, description="how many fused candidates stage one returns")
+    vector_min_similarity: float = Field(
+        default=0.2, ge=-1.0, lt=1.0,
+        description="cosine below which a vector hit never enters the pool",
+    )
+    vector_full_similarity: float = Field(
+        default=0.8, gt=-1.0, le=1.0,
+        description="cosine at which the vector leg's normalised score reaches 1",
+    )
+    vector_weight: float = Field(default=0.5, ge=0.0, le=1.0, description="share of the vector leg in fusion")
+    lexical_weight: float = Field(default=0.5, ge=0.0, le=1.0, description="share of the lexical leg in fusion")
+    fused_floor: float = Field(default=0.08, ge=0.0, le=1.0, description="fused relevance below which a hit drops")
+    lexical_only_cap: float = Field(
+        default=0.3, ge=0.0, le=1.0,
+        description="most a hit found only by the lexical leg can score, so keyword stuffing cannot win",
+    )
+    bm25_k1: float = Field(default=1.2, ge=0.0, le=3.0)
+    bm25_b: float = Field(default=0.75, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _check(self) -> RetrievalParams:
+        if not math.isclose(self.vector_weight + self.lexical_weight, 1.0, abs_tol=1e-6):
+            raise ValueError("vector_weight and lexical_weight must add up to 1")
+        if self.vector_full_similarity <= self.vector_min_similarity:
+            raise ValueError("vector_full_similarity must be above vector_min_similarity")
+        return self
+
+
+class ScoringParams(_Params):
+    """Stage two: relevance x salience x anchor boost x strength x scope weight."""
+
+    result_limit: int = Field(default=6, ge=1, le=40, description="memories recall returns")
+    half_life_days_per_intensity_squared: float = Field(
+        default=100.0 / 3.0, gt=0.0, le=10_000.0,
+        description="emotional half-life in days = this x intensity^2 (0.3 -> 3 days, 0.9 -> 27 days)",
+    )
+    min_half_life_days: float = Field(
+        default=0.5, gt=0.0, le=3650.0, description="half-life floor, so faint traces do not vanish instantly"
+    )
+    factual_salience: float = Field(
+        default=0.3, ge=0.0, le=1.0,
+        description="salience of a factual trace: facts decay by supersession, not by age",
+    )
+    factual_half_life_days: float = Field(
+        default=3650.0, gt=0.0, description="factual traces are nearly flat: a ten-year half-life"
+    )
+    salience_base: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description="salience weight = base + (1 - base) x salience; a flat memory still ranks by relevance",
+    )
+    anchor_boost: float = Field(
+        default=2.5, ge=1.0, le=100.0, description="multiplier when the message names one of the memory's anchors"
+    )
+
+
+class ToneParams(_Params):
+    """When a memory's trace turns into a tone rule for the character."""
+
+    min_intensity: float = Field(default=0.6, ge=0.0, le=1.0, description="intensity at or above which it counts")
+    max_valence: float = Field(default=-0.25, ge=-1.0, le=1.0, description="valence at or below which it counts")
+    standing_rule_salience: float = Field(
+        default=0.15, ge=0.0, le=1.0,
+        description=(
+            "a high-intensity negative memory whose salience decays below this stops competing for context "
+            "slots and becomes a standing tone rule, in force on every turn from then on"
+        ),
+    )
+
+
+class WriteParams(_Params):
+    """The write-time pass."""
+
+    emotional_min_intensity: float = Field(
+        default=0.35, ge=0.0, le=1.0,
+        description="a trace with a non-neutral register at or above this intensity is emotional, else factual",
+    )
+    episode_carry: float = Field(
+        default=0.85, ge=0.0, le=1.0,
+        description=(
+            "a memory that shares an anchor with a more intense memory of the same session carries at least "
+            "this fraction of that intensity (the episode's feeling colours all of it)"
+        ),
+    )
+    max_attempts: int = Field(default=5, ge=1, le=100, description="write-time attempts before a trace is left")
+
+
+class TuningProfile(_Params):
+    """All tunable constants of one character. ``version`` grows with every saved change."""
+
+    character_id: str = "default"
+    version: int = Field(default=1, ge=1)
+    retrieval: RetrievalParams = RetrievalParams()
+    scoring: ScoringParams = ScoringParams()
+    tone: ToneParams = ToneParams()
+    write: WriteParams = WriteParams()
+
+
+class ProfileSource:
+    """Tuning profiles by character; characters without one use the defaults."""
+
+    def __init__(self, profiles: dict[str, TuningProfile] | None = None, default: TuningProfile | None = None) -> None:
+        self._profiles = dict(profiles or {})
+        self._default = default or TuningProfile()
+
+    def profile_for(self, character_id: str) -> TuningProfile:
+        found = self._profiles.get(character_id)
+        if found is not None:
+            return found
+        return self._default.model_copy(update={"character_id": character_id})
+
+    def set(self, profile: TuningProfile) -> None:
+        self._profiles[profile.character_id] = profile
