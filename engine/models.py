@@ -7,6 +7,7 @@ or range in the name or the field description.
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Literal
@@ -39,6 +40,10 @@ def _aware(value: datetime) -> datetime:
 
 AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
 Identifier = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")]
+
+
+# "register" is the domain's word (FORMAT.md); it only shadows ABCMeta.register, which nothing here calls.
+warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
 
 
 class Frozen(BaseModel):

@@ -61,8 +61,11 @@ class MemoryStore(Protocol):
 
     def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]: ...
 
-    def partition_traces(self, partition: Partition) -> list[tuple[Memory, Trace]]:
-        """Every complete trace of a partition, with its memory (for standing tone rules)."""
+    def toned_traces(
+        self, partition: Partition, *, min_intensity: float, max_valence: float
+    ) -> list[tuple[Memory, Trace]]:
+        """Complete emotional traces at or above ``min_intensity`` and at or below ``max_valence``, with their
+        memories: the candidates for standing tone rules."""
         ...
 
     def pending_sessions(self) -> list[str]:

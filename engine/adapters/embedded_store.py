@@ -1,0 +1,483 @@
+"""The embedded default store: SQLite for durable records, brute-force numpy and an in-memory BM25 index per
+(character, user) partition for stage one.
+
+Companion memory is partitioned by design (one user with one character holds thousands of memories, not
+millions), so an exact scan of one partition's vectors is both simpler and faster than an ANN index at this
+scale. SQLite is the source of truth; the per-partition indexes are rebuilt from it on first use after a
+restart, so nothing but SQLite needs to be durable.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.errors import ConfigurationError, InvalidInput, NotFound
+from engine.models import Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
+from engine.text import terms, words
+from engine.tuning import RetrievalParams
+from scoring.fusion import bm25, bm25_idf, fuse, normalise_similarity
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS turns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    turn_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    character_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    timestamp TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id, seq);
+CREATE TABLE IF NOT EXISTS memories (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id TEXT NOT NULL UNIQUE,
+    turn_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    character_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    context TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_partition ON memories (character_id, user_id, seq);
+CREATE INDEX IF NOT EXISTS memories_session ON memories (session_id, seq);
+CREATE TABLE IF NOT EXISTS traces (
+    memory_id TEXT PRIMARY KEY,
+    character_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    intensity REAL NOT NULL,
+    valence REAL NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS traces_status ON traces (status);
+CREATE INDEX IF NOT EXISTS traces_tone ON traces (character_id, user_id, kind, intensity);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    closed_at TEXT NOT NULL
+);
+"""
+
+
+def _ts(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat()
+
+
+def _parse_ts(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+@dataclass
+class _PartitionIndex:
+    """Everything stage one needs for one partition, in arrays. Append-only; rebuilt from SQLite on load."""
+
+    dimension: int
+    memory_ids: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    created_epoch: list[float] = field(default_factory=list)
+    vectors: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    size: int = 0
+    doc_length: list[float] = field(default_factory=list)
+    postings: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
+    _cache: dict[str, tuple[NDArray[np.intp], NDArray[np.float64]]] = field(default_factory=dict)
+    _arrays: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+    _session_codes: dict[str, int] = field(default_factory=dict)
+    _session_array: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.vectors = np.zeros((64, self.dimension), dtype=np.float32)
+
+    def add(self, memory: Memory, vector: NDArray[np.float32]) -> None:
+        row = self.size
+        if row == self.vectors.shape[0]:
+            grown = np.zeros((self.vectors.shape[0] * 2, self.dimension), dtype=np.float32)
+            grown[:row] = self.vectors[:row]
+            self.vectors = grown
+        self.vectors[row] = vector
+        self.size += 1
+        self.memory_ids.append(memory.memory_id)
+        self.sessions.append(memory.session_id)
+        self._session_array.append(self._session_codes.setdefault(memory.session_id, len(self._session_codes)))
+        self.texts.append(memory.text)
+        self.created_epoch.append(memory.created_at.timestamp())
+        counts = Counter(terms(memory.text))
+        self.doc_length.append(float(sum(counts.values())))
+        for term, tf in counts.items():
+            rows, tfs = self.postings.setdefault(term, ([], []))
+            rows.append(row)
+            tfs.append(float(tf))
+            self._cache.pop(term, None)
+        self._arrays = None
+
+    def arrays(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        if self._arrays is None:
+            self._arrays = (np.asarray(self.doc_length, dtype=np.float64),
+                            np.asarray(self.created_epoch, dtype=np.float64))
+        return self._arrays
+
+    def posting(self, term: str) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
+        cached = self._cache.get(term)
+        if cached is None:
+            raw = self.postings.get(term)
+            if raw is None:
+                return None
+            cached = (np.asarray(raw[0], dtype=np.intp), np.asarray(raw[1], dtype=np.float64))
+            self._cache[term] = cached
+        return cached
+
+    def allowed(self, exclude_session: str | None, created_before: datetime) -> tuple[NDArray[np.bool_], int]:
+        """Rows recall may see: not from the caller's current session, not from after the turn's time."""
+        _, created = self.arrays()
+        allowed = created <= created_before.timestamp()
+        excluded = 0
+        if exclude_session is not None and exclude_session in self._session_codes:
+            in_session = np.asarray(self._session_array, dtype=np.int64) == self._session_codes[exclude_session]
+            excluded = int(np.count_nonzero(in_session & allowed))
+            allowed &= ~in_session
+        return allowed, excluded
+
+
+class EmbeddedStore:
+    """In-process, durable store. Thread-safe: one lock serialises SQLite access and index updates."""
+
+    def __init__(self, data_dir: Path, *, embedding_model: str, dimension: int) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._path = data_dir / "feltsense.sqlite3"
+        self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+        self._lock = threading.RLock()
+        self._dimension = dimension
+        self._indexes: dict[tuple[str, str], _PartitionIndex] = {}
+        self._check_model(embedding_model, dimension)
+
+    def _check_model(self, model: str, dimension: int) -> None:
+        # Vectors of two embedding models never mix in one index: a store is bound to the model that filled it.
+        found = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        if not found:
+            self._db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("embedding_model", model), ("dimension", str(dimension))],
+            )
+        elif found.get("embedding_model") != model or found.get("dimension") != str(dimension):
+            raise ConfigurationError(
+                f"the store at {self._path} holds vectors of {found.get('embedding_model')} "
+                f"({found.get('dimension')}-d); this engine embeds with {model} ({dimension}-d). "
+                "Use another data directory or re-embed."
+            )
+
+    # -- writes -------------------------------------------------------------------------------------------
+
+    def add_turns(self, turns: Sequence[Turn]) -> list[bool]:
+        new: list[bool] = []
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for turn in turns:
+                    cursor = self._db.execute(
+                        "INSERT OR IGNORE INTO turns (turn_id, session_id, character_id, user_id, role, text, "
+                        "timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (turn.turn_id, turn.session_id, turn.character_id, turn.user_id, turn.role, turn.text,
+                         _ts(turn.timestamp)),
+                    )
+                    new.append(cursor.rowcount == 1)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return new
+
+    def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32]) -> None:
+        if len(memories) != len(vectors):
+            raise InvalidInput(f"{len(memories)} memories but {len(vectors)} vectors", field="vectors")
+        if len(memories) and vectors.shape[1] != self._dimension:
+            raise InvalidInput(f"vectors are {vectors.shape[1]}-d, the store holds {self._dimension}-d")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                added: list[int] = []
+                for i, memory in enumerate(memories):
+                    cursor = self._db.execute(
+                        "INSERT OR IGNORE INTO memories (memory_id, turn_id, session_id, character_id, user_id, "
+                        "text, context, created_at, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (memory.memory_id, memory.turn_id, memory.session_id, memory.character_id,
+                         memory.user_id, memory.text, memory.context, _ts(memory.created_at),
+                         np.ascontiguousarray(vectors[i], dtype=np.float32).tobytes()),
+                    )
+                    if cursor.rowcount == 1:
+                        added.append(i)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            for i in added:
+                index = self._indexes.get((memories[i].character_id, memories[i].user_id))
+                if index is not None:
+                    index.add(memories[i], vectors[i])
+
+    def put_traces(self, traces: Sequence[Trace]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for trace in traces:
+                    cursor = self._db.execute(
+                        "INSERT INTO traces (memory_id, character_id, user_id, status, kind, intensity, valence, "
+                        "body) SELECT memory_id, character_id, user_id, ?, ?, ?, ?, ? FROM memories "
+                        "WHERE memory_id = ? ON CONFLICT (memory_id) DO UPDATE SET status = excluded.status, "
+                        "kind = excluded.kind, intensity = excluded.intensity, valence = excluded.valence, "
+                        "body = excluded.body",
+                        (trace.status.value, trace.kind.value, trace.intensity, trace.valence,
+                         trace.model_dump_json(), trace.memory_id),
+                    )
+                    if cursor.rowcount != 1:
+                        raise NotFound(f"no memory {trace.memory_id!r} to write a trace beside")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def mark_session_closed(self, session_id: str, closed_at: datetime) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO sessions (session_id, closed_at) VALUES (?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET closed_at = excluded.closed_at",
+                (session_id, _ts(closed_at)),
+            )
+
+    # -- reads --------------------------------------------------------------------------------------------
+
+    def closed_sessions(self, session_ids: Sequence[str]) -> set[str]:
+        with self._lock:
+            return {
+                row[0]
+                for row in self._db.execute(
+                    f"SELECT session_id FROM sessions WHERE session_id IN ({','.join('?' * len(session_ids))})",
+                    list(session_ids),
+                )
+            }
+
+    def get_turns(self, session_id: str) -> list[Turn]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT turn_id, session_id, character_id, user_id, role, text, timestamp FROM turns "
+                "WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [
+            Turn(turn_id=r[0], session_id=r[1], character_id=r[2], user_id=r[3], role=r[4], text=r[5],
+                 timestamp=_parse_ts(r[6]))
+            for r in rows
+        ]
+
+    _MEMORY_COLUMNS = "memory_id, turn_id, session_id, character_id, user_id, text, context, created_at"
+
+    @staticmethod
+    def _memory(row: Sequence[str]) -> Memory:
+        return Memory(memory_id=row[0], turn_id=row[1], session_id=row[2], character_id=row[3], user_id=row[4],
+                      text=row[5], context=row[6], created_at=_parse_ts(row[7]))
+
+    def session_memories(self, session_id: str) -> list[Memory]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [self._memory(r) for r in rows]
+
+    def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE memory_id IN "
+                f"({','.join('?' * len(memory_ids))})",
+                list(memory_ids),
+            ).fetchall()
+        by_id = {r[0]: self._memory(r) for r in rows}
+        return [by_id[m] for m in memory_ids if m in by_id]
+
+    def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:
+        if not memory_ids:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        with self._lock:
+            rows = dict(
+                self._db.execute(
+                    f"SELECT memory_id, vector FROM memories WHERE memory_id IN "
+                    f"({','.join('?' * len(memory_ids))})",
+                    list(memory_ids),
+                ).fetchall()
+            )
+        return np.stack([np.frombuffer(rows[m], dtype=np.float32) for m in memory_ids])
+
+    def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]:
+        if not memory_ids:
+            return {}
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT body FROM traces WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
+                list(memory_ids),
+            ).fetchall()
+        traces = [Trace.model_validate_json(r[0]) for r in rows]
+        return {t.memory_id: t for t in traces}
+
+    def toned_traces(
+        self, partition: Partition, *, min_intensity: float, max_valence: float
+    ) -> list[tuple[Memory, Trace]]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {', '.join('m.' + c for c in self._MEMORY_COLUMNS.split(', '))}, t.body "
+                "FROM traces t JOIN memories m ON m.memory_id = t.memory_id "
+                "WHERE t.character_id = ? AND t.user_id = ? AND t.kind = ? AND t.intensity >= ? "
+                "AND t.valence <= ? AND t.status = ? ORDER BY m.seq",
+                (partition.character_id, partition.user_id, MemoryKind.EMOTIONAL.value, min_intensity,
+                 max_valence, TraceStatus.COMPLETE.value),
+            ).fetchall()
+        return [(self._memory(r[:8]), Trace.model_validate_json(r[8])) for r in rows]
+
+    def pending_sessions(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT m.session_id FROM traces t JOIN memories m ON m.memory_id = t.memory_id "
+                "JOIN sessions s ON s.session_id = m.session_id WHERE t.status = ? ORDER BY m.session_id",
+                (TraceStatus.PENDING.value,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def count(self, partition: Partition) -> int:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COUNT(*) FROM memories WHERE character_id = ? AND user_id = ?",
+                (partition.character_id, partition.user_id),
+            ).fetchone()
+        return int(row[0])
+
+    # -- stage one ----------------------------------------------------------------------------------------
+
+    def _index(self, partition: Partition) -> _PartitionIndex:
+        key = (partition.character_id, partition.user_id)
+        index = self._indexes.get(key)
+        if index is None:
+            index = _PartitionIndex(self._dimension)
+            rows = self._db.execute(
+                f"SELECT {self._MEMORY_COLUMNS}, vector FROM memories WHERE character_id = ? AND user_id = ? "
+                "ORDER BY seq",
+                key,
+            ).fetchall()
+            for row in rows:
+                index.add(self._memory(row[:8]), np.frombuffer(row[8], dtype=np.float32))
+            self._indexes[key] = index
+        return index
+
+    def search(
+        self,
+        partition: Partition,
+        *,
+        query_vector: NDArray[np.float32] | None,
+        query_text: str,
+        params: RetrievalParams,
+        exclude_session: str | None,
+        created_before: datetime,
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        with self._lock:
+            index = self._index(partition)
+            n = index.size
+            counts = {"vector": 0, "lexical": 0, "fused": 0, "dropped_below_floor": 0, "excluded_current_session": 0}
+            if n == 0:
+                return [], counts
+            allowed, counts["excluded_current_session"] = index.allowed(exclude_session, created_before)
+            cosine = np.full(n, -1.0)
+            if query_vector is not None:
+                cosine = (index.vectors[:n] @ query_vector.astype(np.float32)).astype(np.float64)
+            lexical = self._bm25(index, query_text, params)
+            vector_hit = allowed & (cosine >= params.vector_min_similarity)
+            lexical_hit = allowed & (lexical > 0.0)
+            relevance, keep = fuse(
+                normalise_similarity(cosine, min_similarity=params.vector_min_similarity,
+                                     full_similarity=params.vector_full_similarity),
+                lexical, vector_hit, lexical_hit,
+                vector_weight=params.vector_weight if query_vector is not None else 0.0,
+                lexical_weight=params.lexical_weight if query_vector is not None else 1.0,
+                lexical_only_cap=params.lexical_only_cap if query_vector is not None else 1.0,
+                fused_floor=params.fused_floor,
+            )
+            counts["vector"] = int(np.count_nonzero(vector_hit))
+            counts["lexical"] = int(np.count_nonzero(lexical_hit))
+            hits = vector_hit | lexical_hit
+            counts["dropped_below_floor"] = int(np.count_nonzero(hits & ~keep))
+            rows = np.flatnonzero(keep)
+            # Best first; ties by insertion order, so the same store answers the same query the same way.
+            rows = rows[np.argsort(-relevance[rows], kind="stable")][: params.candidates]
+            counts["fused"] = len(rows)
+            candidates = []
+            for row in rows.tolist():
+                legs = tuple(leg for leg, hit in ((Leg.VECTOR, vector_hit[row]), (Leg.LEXICAL, lexical_hit[row]))
+                             if hit)
+                candidates.append(Candidate(
+                    memory_id=index.memory_ids[row],
+                    relevance=float(relevance[row]),
+                    vector_score=float(cosine[row]) if vector_hit[row] else None,
+                    lexical_score=float(lexical[row]) if lexical_hit[row] else None,
+                    legs=legs,
+                ))
+            return candidates, counts
+
+    @staticmethod
+    def _bm25(index: _PartitionIndex, query_text: str, params: RetrievalParams) -> NDArray[np.float64]:
+        """BM25 normalised to [0, 1] by the query's own idf mass: 1 means every query term matched once."""
+        n = index.size
+        scores = np.zeros(n)
+        query_terms = list(dict.fromkeys(terms(query_text)))
+        if not query_terms:
+            return scores
+        doc_length, _ = index.arrays()
+        average = float(doc_length.mean()) if n else 0.0
+        idf_mass = 0.0
+        for term in query_terms:
+            posting = index.posting(term)
+            frequency = 0 if posting is None else len(posting[0])
+            idf = float(bm25_idf(np.array(float(frequency)), n))
+            idf_mass += idf
+            if posting is not None:
+                rows, tf = posting
+                scores[rows] += bm25(tf, doc_length[rows], idf=idf, average_doc_length=average,
+                                     k1=params.bm25_k1, b=params.bm25_b)
+        return np.minimum(scores / idf_mass, 1.0) if idf_mass > 0 else scores
+
+    def substring_search(
+        self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
+        created_before: datetime,
+    ) -> list[Candidate]:
+        with self._lock:
+            index = self._index(partition)
+            if index.size == 0:
+                return []
+            allowed, _ = index.allowed(exclude_session, created_before)
+            needles = [w for w in dict.fromkeys(words(query_text)) if len(w) > 2]
+            out: list[Candidate] = []
+            for row in np.flatnonzero(allowed).tolist():
+                text = index.texts[row].lower()
+                found = sum(1 for w in needles if w in text)
+                if found:
+                    out.append(Candidate(memory_id=index.memory_ids[row], relevance=found / len(needles),
+                                         legs=(Leg.SUBSTRING,)))
+            out.sort(key=lambda c: -c.relevance)
+            return out[:limit]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+

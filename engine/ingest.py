@@ -1,0 +1,93 @@
+"""Ingest: append turns idempotently and make a memory of every new user turn."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from engine.errors import InvalidInput
+from engine.models import IngestReport, Memory, Trace, TraceStatus, Turn
+from engine.ports import Embedder, MemoryStore
+
+
+def memory_id_for(turn_id: str) -> str:
+    """Deterministic, so a re-ingested turn maps to the same memory in every backend."""
+    return "m_" + hashlib.blake2b(turn_id.encode(), digest_size=10).hexdigest()
+
+
+class Ingestor:
+    def __init__(self, *, store: MemoryStore, embedder: Embedder) -> None:
+        self._store = store
+        self._embedder = embedder
+
+    def ingest(self, turns: Sequence[Turn]) -> IngestReport:
+        if not turns:
+            return IngestReport(stored=0, duplicates=0, memories=0)
+        self._check_sessions(turns)
+        # Embed before storing anything: if the embedder fails, the call fails whole and the caller retries;
+        # a turn is never acknowledged without its memory.
+        user_turns = [t for t in turns if t.role == "user"]
+        vectors = self._embedder.embed([t.text for t in user_turns]) if user_turns else None
+        fresh = self._store.add_turns(turns)
+        new_ids = {t.turn_id for t, is_new in zip(turns, fresh, strict=True) if is_new}
+        memories: list[Memory] = []
+        rows: list[int] = []
+        contexts = self._contexts({t.session_id for t in user_turns if t.turn_id in new_ids})
+        for row, turn in enumerate(user_turns):
+            if turn.turn_id not in new_ids:
+                continue
+            memories.append(
+                Memory(
+                    memory_id=memory_id_for(turn.turn_id),
+                    turn_id=turn.turn_id,
+                    session_id=turn.session_id,
+                    character_id=turn.character_id,
+                    user_id=turn.user_id,
+                    text=turn.text,
+                    context=contexts.get(turn.turn_id, ""),
+                    created_at=turn.timestamp,
+                )
+            )
+            rows.append(row)
+        if memories and vectors is not None:
+            self._store.add_memories(memories, vectors[rows])
+            self._mark_late_turns(memories)
+        return IngestReport(stored=len(new_ids), duplicates=len(turns) - len(new_ids), memories=len(memories))
+
+    def _check_sessions(self, turns: Sequence[Turn]) -> None:
+        owners: dict[str, tuple[str, str]] = {}
+        for position, turn in enumerate(turns):
+            owner = (turn.character_id, turn.user_id)
+            if owners.setdefault(turn.session_id, owner) != owner:
+                raise InvalidInput(
+                    f"turn {turn.turn_id!r}: session {turn.session_id!r} belongs to another character or user",
+                    field=f"turns[{position}].session_id",
+                )
+        for session_id, owner in owners.items():
+            existing = self._store.get_turns(session_id)
+            if existing and (existing[0].character_id, existing[0].user_id) != owner:
+                raise InvalidInput(
+                    f"session {session_id!r} already belongs to another character or user", field="session_id"
+                )
+
+    def _contexts(self, session_ids: set[str]) -> dict[str, str]:
+        """For each user turn, the character turn it answered (the one right before it), if any."""
+        contexts: dict[str, str] = {}
+        for session_id in session_ids:
+            previous: Turn | None = None
+            for turn in self._store.get_turns(session_id):
+                if turn.role == "user" and previous is not None and previous.role == "character":
+                    contexts[turn.turn_id] = previous.text
+                previous = turn
+        return contexts
+
+    def _mark_late_turns(self, memories: Sequence[Memory]) -> None:
+        """A turn that arrives after its session closed gets a pending trace, so the retry pass writes it."""
+        closed = self._store.closed_sessions(sorted({m.session_id for m in memories}))
+        late = [m for m in memories if m.session_id in closed]
+        if late:
+            self._store.put_traces([
+                Trace(memory_id=m.memory_id, status=TraceStatus.PENDING, written_at=m.created_at,
+                      last_error="turn arrived after its session closed")
+                for m in late
+            ])

@@ -1,0 +1,282 @@
+"""Recall, per turn: stage one (hybrid retrieval, up to 40), stage two (deterministic rerank to 6), tone rules.
+
+Degradation is recorded, never silent: if the embedder fails, stage one runs lexical only; if that finds
+nothing, plain substring matching answers. The result's trace says which mode answered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from engine.models import (
+    Candidate,
+    Memory,
+    MemoryKind,
+    Partition,
+    RecalledMemory,
+    RecallMode,
+    RecallQuery,
+    RecallResult,
+    RecallTrace,
+    ScoreComponents,
+    ToneConstraint,
+    Trace,
+    TraceStatus,
+)
+from engine.ports import Embedder, MemoryStore
+from engine.text import matched_anchors, terms
+from engine.tuning import ProfileSource, TuningProfile
+from prompts.context import assemble
+from prompts.wording import tone_instruction
+from scoring.decay import salience as decayed_salience
+from scoring.rerank import StageTwoParams, stage_two, tone_masks
+
+log = logging.getLogger("feltsense.recall")
+SECONDS_PER_DAY = 86400.0
+
+
+def stage_two_params(profile: TuningProfile) -> StageTwoParams:
+    scoring = profile.scoring
+    return StageTwoParams(
+        limit=scoring.result_limit,
+        per_intensity_squared=scoring.half_life_days_per_intensity_squared,
+        min_half_life_days=scoring.min_half_life_days,
+        factual_salience=scoring.factual_salience,
+        factual_half_life_days=scoring.factual_half_life_days,
+        salience_base=scoring.salience_base,
+        anchor_boost=scoring.anchor_boost,
+    )
+
+
+def _salience_of(traces: Sequence[Trace | None], ages: np.ndarray, profile: TuningProfile) -> np.ndarray:
+    scoring = profile.scoring
+    intensity = np.array([t.intensity if t else 0.0 for t in traces], dtype=np.float64)
+    emotional = np.array([bool(t and t.kind is MemoryKind.EMOTIONAL) for t in traces])
+    value, _ = decayed_salience(
+        intensity, ages, emotional,
+        per_intensity_squared=scoring.half_life_days_per_intensity_squared,
+        min_half_life_days=scoring.min_half_life_days,
+        factual_salience=scoring.factual_salience,
+        factual_half_life_days=scoring.factual_half_life_days,
+    )
+    return value
+
+
+class Recaller:
+    def __init__(
+        self, *, store: MemoryStore, embedder: Embedder, profiles: ProfileSource, clock: Callable[[], datetime]
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._profiles = profiles
+        self._clock = clock
+
+    def recall(self, query: RecallQuery) -> RecallResult:
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        notes: list[str] = []
+        profile = self._profiles.profile_for(query.character_id)
+        partition = Partition(character_id=query.character_id, user_id=query.user_id)
+        now = query.at or self._clock()
+        exclude = None if query.include_current_session else query.session_id
+
+        mode: RecallMode = "hybrid"
+        vector = None
+        try:
+            vector = self._embedder.embed([query.message])[0]
+        except Exception as exc:  # any embedder failure degrades to lexical; the trace and the log say so
+            mode = "lexical"
+            notes.append(f"embedder failed ({type(exc).__name__}: {exc}); answered without the vector leg")
+            log.warning("recall degraded to lexical for %s/%s: %s", query.character_id, query.user_id, exc)
+        timings["embed_ms"] = (time.perf_counter() - started) * 1000
+
+        mark = time.perf_counter()
+        candidates, counts = self._store.search(
+            partition, query_vector=vector, query_text=query.message, params=profile.retrieval,
+            exclude_session=exclude, created_before=now,
+        )
+        if mode == "lexical" and not candidates:
+            mode = "substring"
+            candidates = self._store.substring_search(
+                partition, query_text=query.message, limit=profile.retrieval.candidates,
+                exclude_session=exclude, created_before=now,
+            )
+            notes.append("lexical leg found nothing; answered by substring matching")
+        timings["stage_one_ms"] = (time.perf_counter() - mark) * 1000
+
+        mark = time.perf_counter()
+        ids = [c.memory_id for c in candidates]
+        memories = {m.memory_id: m for m in self._store.get_memories(ids)}
+        traces = self._store.get_traces(ids)
+        recalled, toned = self._stage_two(query, candidates, memories, traces, now, profile, limit=query.limit)
+        timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
+
+        mark = time.perf_counter()
+        recalled_ids = {r.memory_id for r in recalled}
+        tone_constraints = self._constraints(toned, now, standing=False)
+        standing_memories = self._standing(partition, now, exclude, recalled_ids, profile)
+        standing_rules = self._constraints(standing_memories, now, standing=True)
+        context = assemble(recalled, tone_constraints, standing_rules, now=now)
+        timings["tone_and_context_ms"] = (time.perf_counter() - mark) * 1000
+        timings["total_ms"] = (time.perf_counter() - started) * 1000
+
+        trace = RecallTrace(
+            mode=mode,
+            legs=tuple(sorted({leg for c in candidates for leg in c.legs})),
+            vector_candidates=counts.get("vector", 0),
+            lexical_candidates=counts.get("lexical", 0),
+            fused_candidates=len(candidates),
+            dropped_below_floor=counts.get("dropped_below_floor", 0),
+            excluded_current_session=counts.get("excluded_current_session", 0),
+            standing_rule_memories=len(standing_memories),
+            timings_ms={k: round(v, 3) for k, v in timings.items()},
+            profile_version=profile.version,
+            notes=tuple(notes),
+        )
+        if mode != "hybrid":
+            log.warning("recall answered in %s mode for %s/%s", mode, query.character_id, query.user_id)
+        return RecallResult(
+            memories=tuple(recalled),
+            tone_constraints=tone_constraints,
+            standing_rules=standing_rules,
+            context=context,
+            trace=trace,
+        )
+
+    def _stage_two(
+        self,
+        query: RecallQuery,
+        candidates: Sequence[Candidate],
+        memories: dict[str, Memory],
+        traces: dict[str, Trace],
+        now: datetime,
+        profile: TuningProfile,
+        *,
+        limit: int,
+    ) -> tuple[list[RecalledMemory], list[tuple[Memory, Trace, float]]]:
+        candidates = [c for c in candidates if c.memory_id in memories]
+        if not candidates:
+            return [], []
+        complete = [
+            t if (t := traces.get(c.memory_id)) is not None and t.status is TraceStatus.COMPLETE else None
+            for c in candidates
+        ]
+        message_terms = terms(query.message)
+        matches = [matched_anchors(message_terms, t.anchors) if t else () for t in complete]
+        relevance = np.array([c.relevance for c in candidates], dtype=np.float64)
+        intensity = np.array([t.intensity if t else 0.0 for t in complete], dtype=np.float64)
+        valence = np.array([t.valence if t else 0.0 for t in complete], dtype=np.float64)
+        emotional = np.array([bool(t and t.kind is MemoryKind.EMOTIONAL) for t in complete])
+        ages = np.array(
+            [(now - memories[c.memory_id].created_at).total_seconds() / SECONDS_PER_DAY for c in candidates],
+            dtype=np.float64,
+        )
+        anchor_hit = np.array([bool(m) for m in matches])
+        # Hooks for the shared layers (strength, scope): neutral until those layers fill them.
+        strength = np.ones(len(candidates))
+        scope_weight = np.ones(len(candidates))
+
+        params = stage_two_params(profile)
+        salience = _salience_of(complete, ages, profile)
+        toned, standing = tone_masks(
+            intensity, valence, salience, emotional,
+            min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence,
+            standing_rule_salience=profile.tone.standing_rule_salience,
+        )
+        # Decayed high-intensity negative memories stop competing for slots: they are standing rules now.
+        eligible = np.flatnonzero(~standing)
+        ranked = stage_two(
+            relevance[eligible], intensity[eligible], ages[eligible], emotional[eligible], anchor_hit[eligible],
+            strength[eligible], scope_weight[eligible],
+            dataclasses.replace(params, limit=limit),
+        )
+        recalled: list[RecalledMemory] = []
+        toned_selected: list[tuple[Memory, Trace, float]] = []
+        for position in ranked.order.tolist():
+            i = int(eligible[position])
+            candidate, memory, trace = candidates[i], memories[candidates[i].memory_id], complete[i]
+            recalled.append(
+                RecalledMemory(
+                    memory_id=memory.memory_id,
+                    text=memory.text,
+                    context=memory.context,
+                    session_id=memory.session_id,
+                    created_at=memory.created_at,
+                    legs=candidate.legs,
+                    trace=traces.get(memory.memory_id),
+                    matched_anchors=matches[i],
+                    components=ScoreComponents(
+                        relevance=float(relevance[i]),
+                        salience=float(ranked.salience[position]),
+                        salience_weight=float(ranked.salience_weight[position]),
+                        anchor_boost=float(ranked.anchor_boost[position]),
+                        strength=float(strength[i]),
+                        scope_weight=float(scope_weight[i]),
+                        age_days=float(ages[i]),
+                        half_life_days=float(ranked.half_life_days[position]),
+                        score=float(ranked.score[position]),
+                    ),
+                )
+            )
+            if toned[i] and trace is not None:
+                toned_selected.append((memory, trace, float(ages[i])))
+        return recalled, toned_selected
+
+    def _standing(
+        self,
+        partition: Partition,
+        now: datetime,
+        exclude_session: str | None,
+        recalled_ids: set[str],
+        profile: TuningProfile,
+    ) -> list[tuple[Memory, Trace, float]]:
+        rows = [
+            (m, t) for m, t in self._store.toned_traces(
+                partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
+            )
+            if m.created_at <= now and m.session_id != exclude_session and m.memory_id not in recalled_ids
+        ]
+        if not rows:
+            return []
+        ages = np.array([(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m, _ in rows])
+        salience = _salience_of([t for _, t in rows], ages, profile)
+        return [
+            (m, t, float(age))
+            for (m, t), age, value in zip(rows, ages, salience, strict=True)
+            if value < profile.tone.standing_rule_salience
+        ]
+
+    @staticmethod
+    def _constraints(
+        toned: Sequence[tuple[Memory, Trace, float]], now: datetime, *, standing: bool
+    ) -> tuple[ToneConstraint, ...]:
+        """One constraint per episode (session and register): the most intense memory speaks for it."""
+        episodes: dict[tuple[str, str], list[tuple[Memory, Trace, float]]] = defaultdict(list)
+        for row in toned:
+            episodes[(row[0].session_id, row[1].register)].append(row)
+        constraints = []
+        for (_, register), rows in episodes.items():
+            rows.sort(key=lambda r: (-r[1].intensity, r[0].created_at))
+            lead_memory, lead_trace, age = rows[0]
+            anchors = tuple(dict.fromkeys(a for _, t, _ in rows for a in t.anchors))
+            constraints.append(
+                ToneConstraint(
+                    register=lead_trace.register,
+                    anchors=anchors,
+                    instruction=tone_instruction(register, anchors, text=lead_memory.text, age_days=age,
+                                                 standing=standing),
+                    source_memory_ids=tuple(m.memory_id for m, _, _ in rows),
+                    standing=standing,
+                    intensity=lead_trace.intensity,
+                    valence=min(t.valence for _, t, _ in rows),
+                )
+            )
+        constraints.sort(key=lambda c: (-c.intensity, c.source_memory_ids))
+        return tuple(constraints)

@@ -1,0 +1,77 @@
+"""The write-time service: runs ``traces.write_pass`` when a session closes, and retries what failed.
+
+A classifier or extractor failure never loses a memory: the memories are already stored, and their traces are
+written as pending (with the error and the attempt count), to be retried by ``retry_pending``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from engine.errors import NotFound
+from engine.models import CloseReport, Trace, TraceStatus
+from engine.ports import Classifier, MemoryStore
+from engine.tuning import ProfileSource
+from traces.write_pass import build_traces
+
+log = logging.getLogger("feltsense.writer")
+
+
+class TraceWriter:
+    def __init__(
+        self, *, store: MemoryStore, classifier: Classifier, profiles: ProfileSource, clock: Callable[[], datetime]
+    ) -> None:
+        self._store = store
+        self._classifier = classifier
+        self._profiles = profiles
+        self._clock = clock
+
+    def close_session(self, session_id: str, *, closed_at: datetime) -> CloseReport:
+        turns = self._store.get_turns(session_id)
+        if not turns:
+            raise NotFound(f"no session {session_id!r}")
+        self._store.mark_session_closed(session_id, closed_at)
+        return self._write(session_id, written_at=closed_at)
+
+    def retry_pending(self) -> int:
+        completed = 0
+        for session_id in self._store.pending_sessions():
+            completed += self._write(session_id, written_at=self._clock(), retry=True).traces_written
+        return completed
+
+    def _write(self, session_id: str, *, written_at: datetime, retry: bool = False) -> CloseReport:
+        memories = self._store.session_memories(session_id)
+        if not memories:
+            return CloseReport(session_id=session_id, traces_written=0, traces_pending=0)
+        existing = self._store.get_traces([m.memory_id for m in memories])
+        if all(t.status is TraceStatus.COMPLETE for t in existing.values()) and len(existing) == len(memories):
+            return CloseReport(session_id=session_id, traces_written=0, traces_pending=0)
+        profile = self._profiles.profile_for(memories[0].character_id)
+        attempts = 1 + max((t.attempts for t in existing.values() if t.status is TraceStatus.PENDING), default=0)
+        if retry and attempts > profile.write.max_attempts:
+            # Exhausted: left pending for an operator (or an explicit close) rather than retried forever.
+            return CloseReport(session_id=session_id, traces_written=0, traces_pending=len(memories))
+        try:
+            traces = build_traces(
+                memories,
+                self._store.get_turns(session_id),
+                self._store.get_vectors([m.memory_id for m in memories]),
+                self._classifier,
+                profile.write,
+                written_at=written_at,
+                attempts=attempts,
+            )
+        except Exception as exc:  # any classifier failure: keep the memories, mark their traces pending
+            log.warning("write-time pass failed for session %s (attempt %d): %s", session_id, attempts, exc)
+            pending = [
+                Trace(memory_id=m.memory_id, status=TraceStatus.PENDING, written_at=written_at,
+                      attempts=attempts, last_error=f"{type(exc).__name__}: {exc}"[:500])
+                for m in memories
+                if not (m.memory_id in existing and existing[m.memory_id].status is TraceStatus.COMPLETE)
+            ]
+            self._store.put_traces(pending)
+            return CloseReport(session_id=session_id, traces_written=0, traces_pending=len(pending))
+        self._store.put_traces(traces)
+        return CloseReport(session_id=session_id, traces_written=len(traces), traces_pending=0)

@@ -1,0 +1,83 @@
+"""The write-time pass over one closed session: a trace beside every memory.
+
+At write time the whole conversation is available, plus behaviour; at read time only a query. So this pass
+does the work ranking depends on (seed 004, "Memory quality is a writing problem"):
+1. the classifier gives each memory a register, valence and intensity;
+2. anchors are extracted over the whole session, with pronoun references resolved to the names they follow;
+3. engagement is computed from behaviour (length trend, latency, questions back);
+4. episodes are smoothed: a memory that shares an anchor with a more intense memory of the same session carries
+   that feeling (``WriteParams.episode_carry``), so "Thanks. I just miss her so much." is grief about Luna too,
+   not a neutral thank-you;
+5. each trace is typed emotional or factual (``WriteParams.emotional_min_intensity``), which picks its decay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.models import Memory, MemoryKind, Trace, TraceStatus, Turn
+from engine.ports import Classifier
+from engine.tuning import WriteParams
+from traces.anchors import memory_anchors
+from traces.engagement import engagement
+
+
+def build_traces(
+    memories: Sequence[Memory],
+    turns: Sequence[Turn],
+    embeddings: NDArray[np.float32],
+    classifier: Classifier,
+    params: WriteParams,
+    *,
+    written_at: datetime,
+    attempts: int = 1,
+) -> list[Trace]:
+    """Complete traces for ``memories`` (one session's, in order). Raises whatever the classifier raises."""
+    if not memories:
+        return []
+    classified = classifier.classify([m.text for m in memories], embeddings)
+    if len(classified) != len(memories):
+        raise ValueError(f"classifier returned {len(classified)} results for {len(memories)} memories")
+    character = memories[0].character_id
+    anchors = memory_anchors([m.text for m in memories], exclude=[character])
+    engaged = engagement(turns)
+
+    registers: list[str] = [c.register for c in classified]
+    valences = [float(c.valence) for c in classified]
+    intensities = [float(c.intensity) for c in classified]
+    for i in range(len(memories)):
+        for j in range(len(memories)):
+            carried = float(classified[j].intensity) * params.episode_carry
+            if i == j or carried <= intensities[i] or not set(anchors[i]) & set(anchors[j]):
+                continue
+            if classified[j].register == "neutral":
+                continue
+            # The episode's feeling colours this memory; use the source's own values, not the ones it carried.
+            intensities[i] = carried
+            registers[i] = classified[j].register
+            valences[i] = float(classified[j].valence) * params.episode_carry
+
+    traces = []
+    for i, memory in enumerate(memories):
+        intensity = float(np.clip(intensities[i], 0.0, 1.0))
+        emotional = registers[i] != "neutral" and intensity >= params.emotional_min_intensity
+        traces.append(
+            Trace(
+                memory_id=memory.memory_id,
+                status=TraceStatus.COMPLETE,
+                register=registers[i],  # type: ignore[arg-type]  # the classifier returns the vocabulary
+                valence=float(np.clip(valences[i], -1.0, 1.0)),
+                intensity=intensity,
+                engagement=engaged.get(memory.turn_id, 0.0),
+                anchors=anchors[i],
+                kind=MemoryKind.EMOTIONAL if emotional else MemoryKind.FACTUAL,
+                written_at=written_at,
+                classifier=classifier.name,
+                attempts=attempts,
+            )
+        )
+    return traces
