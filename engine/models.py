@@ -176,7 +176,7 @@ class RecalledMemory(Frozen):
 class ToneConstraint(Frozen):
     """A rule for the character's tone, added to the system message."""
 
-    register: Register
+    register: Register = Field(description="the register of the episode the rule comes from")
     anchors: tuple[str, ...]
     instruction: str
     source_memory_ids: tuple[str, ...]

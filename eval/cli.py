@@ -1,9 +1,9 @@
 """The ``feltsense`` console script.
 
-Each subcommand is a ``_add_<name>`` function that declares its arguments and sets ``handler``, plus the handler
-itself: ``handler(args, runtime) -> exit status``. To add one (``serve``, ``bench scorer``, ...), write the pair and
-call the ``_add_`` function from ``build_parser``. Heavy imports (models, servers) belong inside the handler, so
-``feltsense --help`` and argument errors stay instant.
+Each subcommand is a pair: an ``_add_<name>`` function that declares its arguments and sets ``handler``, and
+the handler, ``handler(args, runtime) -> exit status``. To add one (``serve``, ``bench scorer``, ...), write
+the pair and call the ``_add_`` function from ``build_parser``. Heavy imports (models, servers) go inside the
+handler, so ``feltsense --help`` and argument errors stay instant.
 
     feltsense eval run PATH... [--json FILE]     replay tester transcripts (../shared/transcripts/FORMAT.md)
 """
@@ -57,9 +57,9 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "run",
         help="replay tester transcripts and check their probes",
         description=(
-            "Replay tester transcripts (format 1, see ../shared/transcripts/FORMAT.md), each into a fresh, empty "
-            "memory, and check every probe. Exit status: 0 all probes passed, 1 some failed, 2 a transcript is "
-            "invalid (nothing runs)."
+            "Replay tester transcripts (format 1, see ../shared/transcripts/FORMAT.md), each into a fresh, "
+            "empty memory, and check every probe. Exit status: 0 all probes passed, 1 some failed, 2 a "
+            "transcript is invalid (nothing runs)."
         ),
     )
     run.add_argument(
@@ -110,7 +110,7 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def main(argv: Sequence[str] | None = None, *, engine_factory: EngineFactory | None = None) -> int:
-    """Run the ``feltsense`` command line; returns the exit status. Tests may pass a fake ``engine_factory``."""
+    """Run the ``feltsense`` command line and return its exit status; tests pass a fake ``engine_factory``."""
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     return handler(args, Runtime(stdout=sys.stdout, stderr=sys.stderr, engine_factory=engine_factory))

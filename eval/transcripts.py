@@ -1,9 +1,9 @@
 """Tester transcripts, format version 1: parse, validate, replay against the engine, check probes, report.
 
-The contract is ../shared/transcripts/FORMAT.md. The runner accepts exactly that and rejects anything else with a
-message naming the file, the line and the field (``luna.yaml:12: sessions[1].turns[0].probe.recall_any: expected
-a list of strings, got the string 'Luna'``). Validation walks the composed YAML node tree rather than the
-constructed Python objects, because only the nodes remember their lines.
+The contract is ../shared/transcripts/FORMAT.md. The runner accepts exactly that and rejects anything else
+with a message naming the file, the line and the field (``luna.yaml:12: sessions[1].turns[0].probe.recall_any:
+expected a list of strings, got the string 'Luna'``). Validation walks the composed YAML node tree rather than
+the constructed Python objects, because only the nodes remember their lines.
 
 Choices where FORMAT.md is silent:
 
@@ -56,10 +56,11 @@ PROBE_KEYS = ("tone", "no_tone", *STRING_CHECKS)
 _OFFSET = re.compile(r"\+(?:(?P<days>\d+)d)?(?:(?P<hours>\d+)h)?(?:(?P<minutes>\d+)m)?(?:(?P<seconds>\d+)s)?")
 _STR = "tag:yaml.org,2002:str"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_INT = "tag:yaml.org,2002:int"
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The parsed transcript
 
 
@@ -123,7 +124,7 @@ class Transcript:
         return sum(turn.probe is not None for session in self.sessions for turn in session.turns)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Validation errors
 
 
@@ -149,7 +150,7 @@ class TranscriptInvalid(Exception):
         self.issues = tuple(issues)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Parsing
 
 
@@ -224,7 +225,7 @@ class _Validator:
     def mapping(
         self, node: Node, path: str, *, required: Sequence[str] = (), optional: Sequence[str] = ()
     ) -> dict[str, tuple[Node, Node]] | None:
-        """The mapping's fields as key -> (key node, value node); reports unknown, duplicate and missing keys."""
+        """The fields as key -> (key node, value node); reports unknown, duplicate and missing keys."""
         allowed = (*required, *optional)
         if not isinstance(node, MappingNode):
             self.fail(node, path, f"expected a mapping with {', '.join(allowed)}; got {_describe(node)}")
@@ -287,7 +288,8 @@ class _Validator:
             self.fail(
                 node,
                 path,
-                f"expected an identifier (letters, digits and . _ : @ -, starting with a letter or digit), got {value!r}",
+                f"expected an identifier (letters, digits and . _ : @ -, starting with a letter or digit), "
+                f"got {value!r}",
             )
             return None
         if len(value) > MAX_ID_CHARS:
@@ -295,8 +297,8 @@ class _Validator:
             return None
         return value
 
-    def strings(self, node: Node, path: str) -> tuple[str, ...] | None:
-        items = self.sequence(node, path, "strings")
+    def strings(self, node: Node, path: str, what: str = "strings") -> tuple[str, ...] | None:
+        items = self.sequence(node, path, what)
         if items is None:
             return None
         values = [self.string(item, f"{path}[{index}]") for index, item in enumerate(items)]
@@ -317,7 +319,7 @@ class _Validator:
                 node, path, f"expected a list of registers ({', '.join(REGISTERS)}), got {_describe(node)}"
             )
             return None
-        values = self.strings(node, path)
+        values = self.strings(node, path, "registers")
         if values is None:
             return None
         ok = True
@@ -372,23 +374,29 @@ class _Validator:
 
     # -- the document -------------------------------------------------------------------------------------
 
-    def transcript(self, root: Node) -> Transcript | None:
-        fields = self.mapping(root, "", required=TOP_LEVEL_REQUIRED, optional=TOP_LEVEL_OPTIONAL)
-        if fields is None:
-            return None
-        if "format" in fields:
-            node = fields["format"][1]
-            is_one = (
-                isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:int" and node.value == "1"
-            )
-            if not is_one:
-                # Another version's fields mean something else; reporting them against version 1 would mislead.
+    def format_is_supported(self, root: Node) -> bool:
+        """False (and one issue) when ``format`` names another version: its fields mean other things, so
+        checking them against version 1 would only mislead."""
+        if not isinstance(root, MappingNode):
+            return True
+        for key_node, node in root.value:
+            if not (isinstance(key_node, ScalarNode) and key_node.tag == _STR and key_node.value == "format"):
+                continue
+            if not (isinstance(node, ScalarNode) and node.tag == _INT and node.value == str(FORMAT_VERSION)):
                 self.fail(
                     node,
                     "format",
                     f"expected {FORMAT_VERSION} (the only version this runner reads), got {_describe(node)}",
                 )
-                return None
+                return False
+        return True
+
+    def transcript(self, root: Node) -> Transcript | None:
+        if not self.format_is_supported(root):
+            return None
+        fields = self.mapping(root, "", required=TOP_LEVEL_REQUIRED, optional=TOP_LEVEL_OPTIONAL)
+        if fields is None:
+            return None
         transcript_id = self.identifier(fields["id"][1], "id") if "id" in fields else None
         character = self.identifier(fields["character"][1], "character") if "character" in fields else None
         user = self.identifier(fields["user"][1], "user") if "user" in fields else None
@@ -436,8 +444,8 @@ class _Validator:
                             self.fail(
                                 at_node,
                                 at_path,
-                                f"this session would start at {start.isoformat()}, not after the previous session's "
-                                f"last turn at {last.isoformat()}; sessions must not overlap",
+                                f"this session would start at {start.isoformat()}, not after the previous "
+                                f"session's last turn at {last.isoformat()}; sessions must not overlap",
                             )
             if start is None:
                 times_known = False
@@ -579,7 +587,7 @@ def parse_transcript(text: str, *, file: str) -> Transcript:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        problem = " ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
+        problem = "; ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
         raise TranscriptInvalid(
             [Issue(file, mark.line + 1 if mark else None, None, f"invalid YAML: {problem}")]
         ) from exc
@@ -590,12 +598,12 @@ def parse_transcript(text: str, *, file: str) -> Transcript:
     validator = _Validator(file)
     transcript = validator.transcript(root)
     if validator.issues or transcript is None:
-        raise TranscriptInvalid(validator.issues)
+        raise TranscriptInvalid(sorted(validator.issues, key=lambda issue: issue.line or 0))
     return transcript
 
 
 def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Issue]]:
-    """Files as given; directories become their *.yaml, *.yml and *.json files, sorted. Repeats are dropped."""
+    """Files as given; a directory becomes its *.yaml, *.yml and *.json files, sorted. Repeats are dropped."""
     files: list[Path] = []
     issues: list[Issue] = []
     seen: set[Path] = set()
@@ -656,7 +664,7 @@ def load_transcripts(paths: Iterable[str | Path]) -> list[Transcript]:
     return transcripts
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Checks
 
 
@@ -697,7 +705,7 @@ def _tone_wanted(check: ToneCheck) -> str:
 
 
 def check_probe(probe: Probe, recall: RecallResult) -> tuple[str, ...]:
-    """Every failed check of ``probe`` against what recall returned, as a sentence each; empty when it passed."""
+    """Each failed check of ``probe`` against what recall returned, as a sentence; empty when it passed."""
     failures: list[str] = []
     in_force = recall.tone_in_force
     texts = [memory.text for memory in recall.memories]
@@ -717,7 +725,8 @@ def check_probe(probe: Probe, recall: RecallResult) -> tuple[str, ...]:
         if banned:
             found = "; ".join(_constraint_label(c) for c in banned)
             failures.append(
-                f"no_tone: expected no tone constraint with register {' or '.join(probe.no_tone)}; found {found}"
+                f"no_tone: expected no tone constraint with register {' or '.join(probe.no_tone)}; "
+                f"found {found}"
             )
 
     if probe.recall_any and not any(_contains(text, needle) for text in texts for needle in probe.recall_any):
@@ -739,23 +748,25 @@ def check_probe(probe: Probe, recall: RecallResult) -> tuple[str, ...]:
         if hits:
             found = "; ".join(f"{needle!r} in {_clip(text, 80)!r}" for needle, text in hits)
             failures.append(
-                f"recall_none: expected no recalled memory containing {_quoted(probe.recall_none)}; found {found}"
+                f"recall_none: expected no recalled memory containing {_quoted(probe.recall_none)}; "
+                f"found {found}"
             )
     if probe.context_any and not any(_contains(context, needle) for needle in probe.context_any):
         failures.append(
-            f"context_any: expected the assembled context to contain one of {_quoted(probe.context_any)}; it has none"
+            f"context_any: expected the assembled context to contain one of {_quoted(probe.context_any)}; "
+            "it has none"
         )
     if probe.context_none:
         present = [needle for needle in probe.context_none if _contains(context, needle)]
         if present:
             failures.append(
-                f"context_none: expected the assembled context to contain none of {_quoted(probe.context_none)}; "
-                f"it has {_quoted(present)}"
+                f"context_none: expected the assembled context to contain none of "
+                f"{_quoted(probe.context_none)}; it has {_quoted(present)}"
             )
     return tuple(failures)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Replay
 
 
@@ -849,7 +860,7 @@ def replay(
     for session in transcript.sessions:
         session_id = transcript.session_id(session.index)
         if session.index > 0:
-            # The previous session closes as this one starts, so its write-time pass sees none of what follows.
+            # The previous session closes as this one starts: its write-time pass sees nothing that follows.
             engine.close_session(transcript.session_id(session.index - 1), closed_at=session.start)
         for turn in session.turns:
             if turn.probe is not None:
@@ -898,7 +909,7 @@ def run_transcripts(
     engine_factory: EngineFactory,
     out: TextIO | None = None,
 ) -> RunReport:
-    """Replay each transcript into its own fresh engine and temporary directory; write a line per probe to ``out``."""
+    """Replay each transcript into a fresh engine in a temporary directory; a line per probe to ``out``."""
     report = RunReport()
 
     def emit(result: ProbeResult) -> None:
@@ -941,7 +952,7 @@ def default_engine_factory(settings: Settings | None = None) -> EngineFactory:
     return factory
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Reporting
 
 
@@ -972,8 +983,9 @@ def format_result(result: ProbeResult) -> str:
             trace = memory.trace
             anchors = ", ".join(trace.anchors) or "none"
             lines.append(
-                f"         trace: {trace.status.value} {trace.register} intensity={_format_number(trace.intensity)} "
-                f"valence={_format_number(trace.valence)} anchors: {anchors}"
+                f"         trace: {trace.status.value} {trace.register} "
+                f"intensity={_format_number(trace.intensity)} valence={_format_number(trace.valence)} "
+                f"anchors: {anchors}"
             )
         if memory.matched_anchors:
             lines.append(f"         matched anchors: {', '.join(memory.matched_anchors)}")

@@ -1,0 +1,147 @@
+"""The Litestar app: thin handlers over ``engine.service.Engine``; no business logic lives here.
+
+Every error leaves as RFC 9457 problem details (``application/problem+json``); request validation errors are 422
+and name the offending field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from litestar import Litestar, Request, Response, get, post
+from litestar.di import Provide
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import SwaggerRenderPlugin
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.errors import (
+    BackendRejected,
+    BackendUnavailable,
+    ConfigurationError,
+    FeltsenseError,
+    InvalidInput,
+    NotFound,
+)
+from engine.models import AwareDatetime, CloseReport, IngestReport, RecallQuery, RecallResult, Turn
+from engine.service import Engine
+
+log = logging.getLogger("feltsense.api")
+PROBLEM_JSON = "application/problem+json"
+MAX_TURNS_PER_BATCH = 500
+
+
+class TurnBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    turns: list[Turn] = Field(min_length=1, max_length=MAX_TURNS_PER_BATCH)
+
+
+class CloseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    closed_at: AwareDatetime | None = Field(default=None, description="when the session ended; now when left out")
+
+
+class Health(BaseModel):
+    status: str
+
+
+def _problem(status: int, title: str, detail: str, **extra: Any) -> Response[dict[str, Any]]:
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    headers = {}
+    if "retry_after_s" in extra:
+        headers["Retry-After"] = str(extra["retry_after_s"])
+    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _validation_problem(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
+    errors = []
+    for item in exc.extra if isinstance(exc.extra, list) else []:
+        if isinstance(item, dict):
+            key = item.get("key") or ""
+            errors.append({"field": key, "message": item.get("message", "")})
+    fields = ", ".join(e["field"] for e in errors if e["field"]) or "the request body"
+    return _problem(422, "Invalid request", f"invalid value for {fields}", errors=errors)
+
+
+def _http_problem(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    return _problem(exc.status_code, "HTTP error", exc.detail)
+
+
+def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Response[dict[str, Any]]:
+    if isinstance(exc, NotFound):
+        return _problem(404, "Not found", str(exc))
+    if isinstance(exc, InvalidInput):
+        return _problem(422, "Invalid request", str(exc), errors=[{"field": exc.field or "", "message": str(exc)}])
+    if isinstance(exc, BackendUnavailable):
+        return _problem(503, "Backend unavailable", str(exc), backend=exc.backend, retry_after_s=exc.retry_after_s)
+    if isinstance(exc, BackendRejected):
+        return _problem(502, "Backend rejected the request", str(exc), backend=exc.backend)
+    if isinstance(exc, ConfigurationError):
+        return _problem(500, "Misconfigured service", str(exc))
+    return _problem(500, "Internal error", "an unexpected engine error occurred")
+
+
+@post("/v1/turns", status_code=200, sync_to_thread=True, summary="Append turns (idempotent by turn id)")
+def ingest_turns(data: TurnBatch, engine: Engine) -> IngestReport:
+    return engine.ingest(data.turns)
+
+
+@post("/v1/sessions/{session_id:str}/close", status_code=200, sync_to_thread=True,
+      summary="Close a session: run the write-time pass over its memories")
+def close_session(session_id: str, engine: Engine, data: CloseRequest | None = None) -> CloseReport:
+    closed_at: datetime | None = data.closed_at if data else None
+    return engine.close_session(session_id, closed_at=closed_at)
+
+
+@post("/v1/recall", status_code=200, sync_to_thread=True,
+      summary="Recall for one turn: ranked memories, tone constraints and the assembled context")
+def recall(data: RecallQuery, engine: Engine) -> RecallResult:
+    return engine.recall(data)
+
+
+@get("/healthz", summary="Liveness")
+async def healthz() -> Health:
+    return Health(status="ok")
+
+
+def create_app(engine: Engine, *, retry_interval_s: float = 30.0) -> Litestar:
+    """The app over one engine. Pending traces are retried in the background every ``retry_interval_s``."""
+
+    @contextlib.asynccontextmanager
+    async def retry_pending(app: Litestar) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(retry_interval_s)
+                try:
+                    done = await asyncio.to_thread(engine.retry_pending)
+                    if done:
+                        log.info("completed %d pending traces", done)
+                except Exception:  # the loop must outlive one bad attempt; the error is logged
+                    log.exception("retrying pending traces failed")
+
+        task = asyncio.create_task(loop())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return Litestar(
+        route_handlers=[ingest_turns, close_session, recall, healthz],
+        dependencies={"engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False)},
+        exception_handlers={
+            ValidationException: _validation_problem,
+            FeltsenseError: _domain_problem,
+            HTTPException: _http_problem,
+        },
+        lifespan=[retry_pending],
+        openapi_config=OpenAPIConfig(title="feltsense", version="0.1.0", path="/docs",
+                                     render_plugins=[SwaggerRenderPlugin()]),
+        request_max_body_size=2 * 1024 * 1024,
+    )

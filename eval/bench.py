@@ -1,0 +1,181 @@
+"""Benchmarks: medians and p99s measured in one run, beside a baseline measured in the same run.
+
+Never timed tests: a shared 2-core machine makes those flaky. These print figures; the README quotes them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.factory import build_classifier, build_embedder, build_engine
+from engine.models import RecallQuery, Turn
+from engine.settings import Settings
+from scoring.reference import stage_two_reference
+from scoring.rerank import StageTwoParams, stage_two
+
+CANDIDATES = 40
+
+
+def _percentiles(samples_us: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples_us)
+    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    return statistics.median(ordered), p99
+
+
+def _time_us(fn: Callable[[], object], iterations: int) -> list[float]:
+    samples = []
+    for _ in range(iterations):
+        start = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - start) / 1000.0)
+    return samples
+
+
+def scorer_inputs(rng: np.random.Generator, n: int = CANDIDATES) -> tuple[np.ndarray, ...]:
+    return (
+        rng.random(n),
+        rng.random(n),
+        rng.random(n) * 120.0,
+        rng.random(n) < 0.5,
+        rng.random(n) < 0.1,
+        0.5 + rng.random(n),
+        np.ones(n),
+    )
+
+
+def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
+    """Stage two, 40 -> 6, against the plain-Python reference (which must rank identically)."""
+    from engine.recall import stage_two_params
+    from engine.tuning import TuningProfile
+
+    params: StageTwoParams = stage_two_params(TuningProfile())
+    rng = np.random.default_rng(seed)
+    cases = [scorer_inputs(rng) for _ in range(200)]
+    for case in cases:  # agreement first: a fast scorer that ranks differently is not a result
+        fast = stage_two(*case, params).order.tolist()
+        slow, _ = stage_two_reference(*(a.tolist() for a in case), params)
+        if fast != slow:
+            raise AssertionError(f"numpy and reference rankings differ: {fast} != {slow}")
+    case = cases[0]
+    listed = tuple(a.tolist() for a in case)
+    for _ in range(200):  # warm-up
+        stage_two(*case, params)
+    fast_samples = _time_us(lambda: stage_two(*case, params), iterations)
+    slow_samples = _time_us(lambda: stage_two_reference(*listed, params), iterations)
+    median, p99 = _percentiles(fast_samples)
+    reference_median, reference_p99 = _percentiles(slow_samples)
+    return {
+        "candidates": CANDIDATES,
+        "limit": params.limit,
+        "iterations": iterations,
+        "median_us": round(median, 2),
+        "p99_us": round(p99, 2),
+        "reference_median_us": round(reference_median, 2),
+        "reference_p99_us": round(reference_p99, 2),
+        "rankings_identical_cases": len(cases),
+    }
+
+
+_SUBJECTS = ["my sister", "my boss", "the dog", "my mom", "my friend Sam", "our neighbour", "my partner",
+             "the cat", "my brother", "my coworker Priya", "my dad", "my roommate"]
+_VERBS = ["talked about", "complained about", "loved", "worried about", "laughed at", "forgot", "planned",
+          "argued over", "cooked", "fixed", "painted", "found"]
+_OBJECTS = ["the garden", "a trip to Porto", "the new job", "dinner plans", "the old car", "a birthday party",
+            "the exam", "a hiking route", "the piano lessons", "the flat upstairs", "a concert", "the wedding",
+            "the budget", "a board game night", "the vet visit", "the kitchen tiles"]
+_FEELINGS = ["and it was lovely", "and I was so stressed", "which made me furious", "and I felt embarrassed",
+             "and honestly I'm proud", "and it was fine", "and I can't stop thinking about it", "", "",
+             "and I miss how it used to be"]
+_WHEN = ["yesterday", "this morning", "last weekend", "on Tuesday", "tonight", "after work", "", ""]
+
+
+def synthetic_turns(count: int, *, character: str, user: str, seed: int, per_session: int = 20) -> list[Turn]:
+    """``count`` user turns (with a character reply after each), in sessions a day apart."""
+    rng = random.Random(seed)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    turns = []
+    for i in range(count):
+        session = i // per_session
+        at = start + timedelta(days=session, minutes=2 * (i % per_session))
+        text = " ".join(
+            part for part in (rng.choice(_WHEN).capitalize(), rng.choice(_SUBJECTS), rng.choice(_VERBS),
+                              rng.choice(_OBJECTS), rng.choice(_FEELINGS)) if part
+        ).strip()
+        text = text[0].upper() + text[1:] + "."
+        sid = f"{user}-s{session}"
+        turns.append(Turn(turn_id=f"{user}-u{i}", session_id=sid, character_id=character, user_id=user,
+                          role="user", text=text, timestamp=at))
+        turns.append(Turn(turn_id=f"{user}-c{i}", session_id=sid, character_id=character, user_id=user,
+                          role="character", text="Tell me more about that.", timestamp=at + timedelta(seconds=40)))
+    return turns
+
+
+QUERIES = [
+    "How did the wedding go in the end?", "I keep thinking about my mom.", "Any ideas for dinner tonight?",
+    "Sam called me again today.", "The garden looks amazing this week.", "I'm nervous about the exam.",
+    "We finally fixed the old car!", "Priya was annoying at work again.", "Should I take piano lessons?",
+    "The cat knocked over the tiles.", "I went to a concert last night.", "My brother is visiting Porto.",
+]
+
+
+def bench_recall(*, memories: int, queries: int = 200, seed: int = 11, data_dir: Path | None = None,
+                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Recall latency at ``memories`` memories in one partition, the query embedding included."""
+    say = progress or (lambda _msg: None)
+    settings = Settings()
+    embedder = build_embedder(settings)
+    classifier = build_classifier(settings)
+    root = Path(tempfile.mkdtemp(prefix="feltsense-bench-")) if data_dir is None else data_dir
+    try:
+        engine = build_engine(Settings(data_dir=root), embedder=embedder, classifier=classifier)
+        turns = synthetic_turns(memories, character="ava", user="bench-user", seed=seed)
+        started = time.perf_counter()
+        for start in range(0, len(turns), 1000):
+            engine.ingest(turns[start : start + 1000])
+            say(f"ingested {min(start + 1000, len(turns)) // 2}/{memories} memories")
+        for session_id in sorted({t.session_id for t in turns}):
+            engine.close_session(session_id, closed_at=turns[-1].timestamp)
+        load_s = time.perf_counter() - started
+        at = turns[-1].timestamp + timedelta(days=1)
+        query_texts = [QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" ({i})") for i in range(queries)]
+        for text in query_texts[:10]:  # warm-up: loads the partition index and the model's kernels
+            engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
+        samples = []
+        for text in query_texts:
+            begin = time.perf_counter_ns()
+            engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
+            samples.append((time.perf_counter_ns() - begin) / 1e6)
+        embed_samples = _time_us(lambda: embedder.embed([query_texts[0]]), 50)
+        engine.close()
+        median, p99 = _percentiles(samples)
+        return {
+            "memories": memories,
+            "queries": queries,
+            "median_ms": round(median, 3),
+            "p99_ms": round(p99, 3),
+            "embed_only_median_ms": round(statistics.median(embed_samples) / 1000.0, 3),
+            "load_s": round(load_s, 1),
+        }
+    finally:
+        if data_dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def print_result(name: str, result: dict[str, Any], *, as_json: bool) -> None:
+    width = max(len(k) for k in result)
+    print(name)
+    for key, value in result.items():
+        print(f"  {key:<{width}}  {value}")
+    if as_json:
+        print(json.dumps(result))

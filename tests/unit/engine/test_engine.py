@@ -1,0 +1,158 @@
+"""Engine behaviour users rely on: idempotent ingest, the write-time pass, pending traces, degraded recall."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.adapters.embedded_store import EmbeddedStore
+from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.errors import InvalidInput, NotFound
+from engine.models import MemoryKind, RecallQuery, TraceStatus, Turn
+from engine.service import Engine
+from tests.fakes import BrokenClassifier, BrokenEmbedder, KeywordClassifier
+
+T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
+LUNA = [
+    ("user", "Hey Ava. Sorry I've been quiet. My dog Luna died last week."),
+    ("character", "Oh no. I'm so sorry. How are you holding up?"),
+    ("user", "Not great honestly. She was fourteen. Luna and I walked in the park every single morning."),
+    ("character", "Fourteen years is a whole life together. I'm here if you want to talk about her."),
+    ("user", "Thanks. I just miss her so much."),
+]
+
+
+def turns(session: str, lines: list[tuple[str, str]], *, start: datetime = T0, user: str = "u1") -> list[Turn]:
+    return [
+        Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id=user, role=role,  # type: ignore[arg-type]
+             text=text, timestamp=start + timedelta(seconds=30 * i))
+        for i, (role, text) in enumerate(lines)
+    ]
+
+
+def recall(engine: Engine, message: str, *, days: float, session: str = "later", user: str = "u1"):  # type: ignore[no-untyped-def]
+    return engine.recall(RecallQuery(character_id="ava", user_id=user, message=message, session_id=session,
+                                     at=T0 + timedelta(days=days)))
+
+
+def test_ingest_is_idempotent_and_makes_a_memory_per_user_turn(hashing_engine: Engine) -> None:
+    first = hashing_engine.ingest(turns("s1", LUNA))
+    again = hashing_engine.ingest(turns("s1", LUNA))
+    assert (first.stored, first.duplicates, first.memories) == (5, 0, 3)
+    assert (again.stored, again.duplicates, again.memories) == (0, 5, 0)
+    memories = hashing_engine.store.session_memories("s1")
+    assert [m.context for m in memories] == ["", LUNA[1][1], LUNA[3][1]]
+
+
+def test_a_session_cannot_change_hands(hashing_engine: Engine) -> None:
+    hashing_engine.ingest(turns("s1", LUNA[:1]))
+    with pytest.raises(InvalidInput, match="another character or user"):
+        hashing_engine.ingest(turns("s1", LUNA[2:3], user="someone-else"))
+
+
+def test_closing_writes_a_trace_beside_every_memory(hashing_engine: Engine) -> None:
+    hashing_engine.ingest(turns("s1", LUNA))
+    report = hashing_engine.close_session("s1", closed_at=T0 + timedelta(minutes=5))
+    assert (report.traces_written, report.traces_pending) == (3, 0)
+    memories = hashing_engine.store.session_memories("s1")
+    traces = hashing_engine.store.get_traces([m.memory_id for m in memories])
+    for memory in memories:
+        trace = traces[memory.memory_id]
+        assert trace.status is TraceStatus.COMPLETE
+        assert "Luna" in trace.anchors  # even "I just miss her so much": the pronoun resolves to Luna
+        assert trace.kind is MemoryKind.EMOTIONAL
+        assert trace.register in {"grief", "sadness"} and trace.valence < 0
+        assert 0.0 <= trace.engagement <= 1.0
+        assert trace.classifier == "keyword-fake@1"
+
+
+def test_closing_an_unknown_session_is_not_found(hashing_engine: Engine) -> None:
+    with pytest.raises(NotFound):
+        hashing_engine.close_session("nope")
+
+
+def test_a_failing_classifier_loses_nothing_and_is_retried(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    broken = Engine(store=store, embedder=embedder, classifier=BrokenClassifier())
+    broken.ingest(turns("s1", LUNA))
+    report = broken.close_session("s1")
+    assert (report.traces_written, report.traces_pending) == (0, 3)
+    memories = store.session_memories("s1")
+    pending = store.get_traces([m.memory_id for m in memories])
+    assert {t.status for t in pending.values()} == {TraceStatus.PENDING}
+    assert all("classifier unreachable" in t.last_error for t in pending.values())
+    assert len(memories) == 3 and store.pending_sessions() == ["s1"]
+
+    healed = Engine(store=store, embedder=embedder, classifier=KeywordClassifier())
+    assert healed.retry_pending() == 3
+    assert store.pending_sessions() == []
+    assert {t.status for t in store.get_traces([m.memory_id for m in memories]).values()} == {TraceStatus.COMPLETE}
+    healed.close()
+
+
+def test_a_turn_arriving_after_close_gets_its_trace_on_retry(hashing_engine: Engine) -> None:
+    hashing_engine.ingest(turns("s1", LUNA[:3]))
+    hashing_engine.close_session("s1")
+    hashing_engine.ingest(turns("s1", LUNA)[3:])
+    assert hashing_engine.store.pending_sessions() == ["s1"]
+    assert hashing_engine.retry_pending() == 3
+    assert hashing_engine.store.pending_sessions() == []
+
+
+def test_luna_is_recalled_with_a_tone_constraint_nine_days_later(hashing_engine: Engine) -> None:
+    hashing_engine.ingest(turns("s1", LUNA))
+    hashing_engine.close_session("s1", closed_at=T0 + timedelta(minutes=5))
+    result = recall(hashing_engine, "I went for a walk in the park this morning.", days=9)
+    assert any("Luna" in m.text for m in result.memories)
+    top = result.memories[0]
+    assert top.matched_anchors == ("park",) and top.components.anchor_boost > 1
+    grief = [c for c in result.tone_constraints if c.register == "grief"]
+    assert grief and "Luna" in grief[0].anchors and not grief[0].standing
+    assert "Luna" in result.context.system and "cheerful" in result.context.system
+    assert "nine days ago" in result.context.tail.lower()
+
+
+def test_a_year_later_the_grief_is_a_standing_rule_not_a_memory(hashing_engine: Engine) -> None:
+    hashing_engine.ingest(turns("s1", LUNA))
+    hashing_engine.close_session("s1", closed_at=T0 + timedelta(minutes=5))
+    result = recall(hashing_engine, "Luna would have loved this park.", days=365)
+    assert not any("Luna" in m.text for m in result.memories)  # decayed out of the context slots...
+    rules = [c for c in result.standing_rules if c.register == "grief"]
+    assert rules and "Luna" in rules[0].anchors and rules[0].standing  # ...but the care stays in force
+    assert "Standing rule" in result.context.system
+
+
+def test_recall_leaves_out_the_current_session_unless_asked(hashing_engine: Engine) -> None:
+    hashing_engine.ingest(turns("s1", LUNA))
+    inside = recall(hashing_engine, "Luna park", days=0.01, session="s1")
+    assert inside.memories == () and inside.trace.excluded_current_session == 3
+    everything = hashing_engine.recall(RecallQuery(character_id="ava", user_id="u1", message="Luna park",
+                                                   session_id="s1", include_current_session=True,
+                                                   at=T0 + timedelta(days=0.01)))
+    assert everything.memories
+
+
+def test_recall_says_when_it_answered_without_the_embedder(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    Engine(store=store, embedder=embedder, classifier=KeywordClassifier()).ingest(turns("s1", LUNA))
+    degraded = Engine(store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
+    lexical = recall(degraded, "the park", days=1)
+    assert lexical.trace.mode == "lexical" and lexical.memories
+    assert any("embedder failed" in note for note in lexical.trace.notes)
+    substring = recall(degraded, "fourte", days=1)  # no whole word matches; a substring does
+    assert substring.trace.mode == "substring"
+    assert substring.memories and "fourteen" in substring.memories[0].text
+    store.close()
+
+
+def test_every_ranking_is_explained_by_its_components(hashing_engine: Engine) -> None:
+    hashing_engine.ingest(turns("s1", LUNA))
+    hashing_engine.close_session("s1")
+    for memory in recall(hashing_engine, "walk in the park with Luna", days=3).memories:
+        c = memory.components
+        assert c.score == pytest.approx(c.relevance * c.salience_weight * c.anchor_boost * c.strength
+                                        * c.scope_weight)
