@@ -112,6 +112,9 @@ class Trace(Frozen):
     intensity: float = Field(default=0.0, ge=0.0, le=1.0, description="0 (flat) .. 1 (overwhelming)")
     engagement: float = Field(default=0.0, ge=0.0, le=1.0, description="0 (disengaged) .. 1 (fully engaged)")
     anchors: tuple[str, ...] = ()
+    facts: tuple[str, ...] = Field(
+        default=(), description='durable facts the user stated, one sentence each ("The user lives in Lisbon.")'
+    )
     kind: MemoryKind = MemoryKind.FACTUAL
     written_at: AwareDatetime
     classifier: str = Field(default="", description="name@version of what classified the memory")

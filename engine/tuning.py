@@ -29,7 +29,7 @@ class RetrievalParams(_Params):
     )
     vector_weight: float = Field(default=0.5, ge=0.0, le=1.0, description="share of the vector leg in fusion")
     lexical_weight: float = Field(default=0.5, ge=0.0, le=1.0, description="share of the lexical leg in fusion")
-    fused_floor: float = Field(default=0.08, ge=0.0, le=1.0, description="fused relevance below which a hit drops")
+    fused_floor: float = Field(default=0.05, ge=0.0, le=1.0, description="fused relevance below which a hit drops")
     lexical_only_cap: float = Field(
         default=0.3, ge=0.0, le=1.0,
         description="most a hit found only by the lexical leg can score, so keyword stuffing cannot win",

@@ -8,7 +8,8 @@ does the work ranking depends on (seed 004, "Memory quality is a writing problem
 4. episodes are smoothed: a memory that shares an anchor with a more intense memory of the same session carries
    that feeling (``WriteParams.episode_carry``), so "Thanks. I just miss her so much." is grief about Luna too,
    not a neutral thank-you;
-5. each trace is typed emotional or factual (``WriteParams.emotional_min_intensity``), which picks its decay.
+5. durable facts are extracted ("I moved to Lisbon" -> "The user lives in Lisbon.");
+6. each trace is typed emotional or factual (``WriteParams.emotional_min_intensity``), which picks its decay.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from engine.ports import Classifier
 from engine.tuning import WriteParams
 from traces.anchors import memory_anchors
 from traces.engagement import engagement
+from traces.facts import extract_facts
 
 
 def build_traces(
@@ -74,6 +76,7 @@ def build_traces(
                 intensity=intensity,
                 engagement=engaged.get(memory.turn_id, 0.0),
                 anchors=anchors[i],
+                facts=extract_facts(memory.text),
                 kind=MemoryKind.EMOTIONAL if emotional else MemoryKind.FACTUAL,
                 written_at=written_at,
                 classifier=classifier.name,

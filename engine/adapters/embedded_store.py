@@ -97,6 +97,8 @@ class _PartitionIndex:
     _arrays: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     _session_codes: dict[str, int] = field(default_factory=dict)
     _session_array: list[int] = field(default_factory=list)
+    _rows: dict[str, int] = field(default_factory=dict)
+    _facts: dict[int, set[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((64, self.dimension), dtype=np.float32)
@@ -110,16 +112,35 @@ class _PartitionIndex:
         self.vectors[row] = vector
         self.size += 1
         self.memory_ids.append(memory.memory_id)
+        self._rows[memory.memory_id] = row
         self.sessions.append(memory.session_id)
         self._session_array.append(self._session_codes.setdefault(memory.session_id, len(self._session_codes)))
         self.texts.append(memory.text)
         self.created_epoch.append(memory.created_at.timestamp())
-        counts = Counter(terms(memory.text))
-        self.doc_length.append(float(sum(counts.values())))
+        self.doc_length.append(0.0)
+        self._index_text(row, memory.text)
+
+    def add_facts(self, memory_id: str, facts: Sequence[str]) -> None:
+        """Teach the lexical leg the words of a memory's facts (once per fact sentence)."""
+        row = self._rows.get(memory_id)
+        if row is None:
+            return
+        seen = self._facts.setdefault(row, set())
+        for fact in facts:
+            if fact not in seen:
+                seen.add(fact)
+                self._index_text(row, fact)
+
+    def _index_text(self, row: int, text: str) -> None:
+        counts = Counter(terms(text))
+        self.doc_length[row] += float(sum(counts.values()))
         for term, tf in counts.items():
             rows, tfs = self.postings.setdefault(term, ([], []))
-            rows.append(row)
-            tfs.append(float(tf))
+            if rows and rows[-1] == row:
+                tfs[-1] += float(tf)
+            else:
+                rows.append(row)
+                tfs.append(float(tf))
             self._cache.pop(term, None)
         self._arrays = None
 
@@ -250,6 +271,14 @@ class EmbeddedStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            with_facts = [t for t in traces if t.facts]
+            if with_facts and self._indexes:
+                owners = {m.memory_id: (m.character_id, m.user_id)
+                          for m in self.get_memories([t.memory_id for t in with_facts])}
+                for trace in with_facts:
+                    index = self._indexes.get(owners.get(trace.memory_id, ("", "")))
+                    if index is not None:
+                        index.add_facts(trace.memory_id, trace.facts)
 
     def mark_session_closed(self, session_id: str, closed_at: datetime) -> None:
         with self._lock:
@@ -373,12 +402,16 @@ class EmbeddedStore:
         if index is None:
             index = _PartitionIndex(self._dimension)
             rows = self._db.execute(
-                f"SELECT {self._MEMORY_COLUMNS}, vector FROM memories WHERE character_id = ? AND user_id = ? "
-                "ORDER BY seq",
+                f"SELECT {', '.join('m.' + c for c in self._MEMORY_COLUMNS.split(', '))}, m.vector, t.body "
+                "FROM memories m LEFT JOIN traces t ON t.memory_id = m.memory_id "
+                "WHERE m.character_id = ? AND m.user_id = ? ORDER BY m.seq",
                 key,
             ).fetchall()
             for row in rows:
-                index.add(self._memory(row[:8]), np.frombuffer(row[8], dtype=np.float32))
+                memory = self._memory(row[:8])
+                index.add(memory, np.frombuffer(row[8], dtype=np.float32))
+                if row[9] is not None:
+                    index.add_facts(memory.memory_id, Trace.model_validate_json(row[9]).facts)
             self._indexes[key] = index
         return index
 
@@ -448,7 +481,9 @@ class EmbeddedStore:
         idf_mass = 0.0
         for term in query_terms:
             posting = index.posting(term)
-            frequency = 0 if posting is None else len(posting[0])
+            # A word no memory has counts as if one memory had it: otherwise one unknown word in a chatty
+            # message would outweigh every word that did match.
+            frequency = 1 if posting is None else len(posting[0])
             idf = float(bm25_idf(np.array(float(frequency)), n))
             idf_mass += idf
             if posting is not None:
