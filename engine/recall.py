@@ -36,7 +36,7 @@ from engine.tuning import ProfileSource, TuningProfile
 from prompts.context import assemble
 from prompts.wording import tone_instruction
 from scoring.decay import salience as decayed_salience
-from scoring.rerank import StageTwoParams, stage_two, tone_masks
+from scoring.rerank import StageTwoParams, stage_two
 
 log = logging.getLogger("feltsense.recall")
 SECONDS_PER_DAY = 86400.0
@@ -52,6 +52,9 @@ def stage_two_params(profile: TuningProfile) -> StageTwoParams:
         factual_half_life_days=scoring.factual_half_life_days,
         salience_base=scoring.salience_base,
         anchor_boost=scoring.anchor_boost,
+        tone_min_intensity=profile.tone.min_intensity,
+        tone_max_valence=profile.tone.max_valence,
+        standing_rule_salience=profile.tone.standing_rule_salience,
     )
 
 
@@ -183,24 +186,13 @@ class Recaller:
         strength = np.ones(len(candidates))
         scope_weight = np.ones(len(candidates))
 
-        params = stage_two_params(profile)
-        salience = _salience_of(complete, ages, profile)
-        toned, standing = tone_masks(
-            intensity, valence, salience, emotional,
-            min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence,
-            standing_rule_salience=profile.tone.standing_rule_salience,
-        )
-        # Decayed high-intensity negative memories stop competing for slots: they are standing rules now.
-        eligible = np.flatnonzero(~standing)
         ranked = stage_two(
-            relevance[eligible], intensity[eligible], ages[eligible], emotional[eligible], anchor_hit[eligible],
-            strength[eligible], scope_weight[eligible],
-            dataclasses.replace(params, limit=limit),
+            relevance, intensity, valence, ages, emotional, anchor_hit, strength, scope_weight,
+            dataclasses.replace(stage_two_params(profile), limit=limit),
         )
         recalled: list[RecalledMemory] = []
         toned_selected: list[tuple[Memory, Trace, float]] = []
-        for position in ranked.order.tolist():
-            i = int(eligible[position])
+        for i in ranked.order.tolist():
             candidate, memory, trace = candidates[i], memories[candidates[i].memory_id], complete[i]
             recalled.append(
                 RecalledMemory(
@@ -214,18 +206,18 @@ class Recaller:
                     matched_anchors=matches[i],
                     components=ScoreComponents(
                         relevance=float(relevance[i]),
-                        salience=float(ranked.salience[position]),
-                        salience_weight=float(ranked.salience_weight[position]),
-                        anchor_boost=float(ranked.anchor_boost[position]),
+                        salience=float(ranked.salience[i]),
+                        salience_weight=float(ranked.salience_weight[i]),
+                        anchor_boost=float(ranked.anchor_boost[i]),
                         strength=float(strength[i]),
                         scope_weight=float(scope_weight[i]),
                         age_days=float(ages[i]),
-                        half_life_days=float(ranked.half_life_days[position]),
-                        score=float(ranked.score[position]),
+                        half_life_days=float(ranked.half_life_days[i]),
+                        score=float(ranked.score[i]),
                     ),
                 )
             )
-            if toned[i] and trace is not None:
+            if ranked.toned[i] and trace is not None:
                 toned_selected.append((memory, trace, float(ages[i])))
         return recalled, toned_selected
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engine.factory import build_classifier, build_embedder, build_engine
 from engine.models import RecallQuery, Turn
@@ -29,7 +30,7 @@ CANDIDATES = 40
 
 def _percentiles(samples_us: list[float]) -> tuple[float, float]:
     ordered = sorted(samples_us)
-    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return statistics.median(ordered), p99
 
 
@@ -42,16 +43,31 @@ def _time_us(fn: Callable[[], object], iterations: int) -> list[float]:
     return samples
 
 
-def scorer_inputs(rng: np.random.Generator, n: int = CANDIDATES) -> tuple[np.ndarray, ...]:
+F64 = NDArray[np.float64]
+Bools = NDArray[np.bool_]
+ScorerCase = tuple[F64, F64, F64, F64, Bools, Bools, F64, F64]
+
+
+def scorer_inputs(rng: np.random.Generator, n: int = CANDIDATES) -> ScorerCase:
+    """relevance, intensity, valence, age_days, is_emotional, anchor_hit, strength, scope_weight."""
     return (
         rng.random(n),
         rng.random(n),
+        rng.random(n) * 2.0 - 1.0,
         rng.random(n) * 120.0,
         rng.random(n) < 0.5,
         rng.random(n) < 0.1,
         0.5 + rng.random(n),
         np.ones(n),
     )
+
+
+ListCase = tuple[list[float], list[float], list[float], list[float], list[bool], list[bool], list[float], list[float]]
+
+
+def _as_lists(case: ScorerCase) -> ListCase:
+    r, i, v, a, e, h, s, w = case
+    return (r.tolist(), i.tolist(), v.tolist(), a.tolist(), e.tolist(), h.tolist(), s.tolist(), w.tolist())
 
 
 def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
@@ -64,11 +80,11 @@ def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
     cases = [scorer_inputs(rng) for _ in range(200)]
     for case in cases:  # agreement first: a fast scorer that ranks differently is not a result
         fast = stage_two(*case, params).order.tolist()
-        slow, _ = stage_two_reference(*(a.tolist() for a in case), params)
+        slow, _ = stage_two_reference(*_as_lists(case), params)
         if fast != slow:
             raise AssertionError(f"numpy and reference rankings differ: {fast} != {slow}")
     case = cases[0]
-    listed = tuple(a.tolist() for a in case)
+    listed = _as_lists(case)
     for _ in range(200):  # warm-up
         stage_two(*case, params)
     fast_samples = _time_us(lambda: stage_two(*case, params), iterations)

@@ -5,7 +5,10 @@ the handler, ``handler(args, runtime) -> exit status``. To add one (``serve``, `
 the pair and call the ``_add_`` function from ``build_parser``. Heavy imports (models, servers) go inside the
 handler, so ``feltsense --help`` and argument errors stay instant.
 
+    feltsense serve [--port N] [--data-dir DIR]   serve the API on the embedded default
     feltsense eval run PATH... [--json FILE]     replay tester transcripts (../shared/transcripts/FORMAT.md)
+    feltsense bench scorer [--json]              stage two, 40 -> 6, against a plain-Python reference
+    feltsense bench recall --memories N [--json] recall latency at N memories in one partition
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +28,9 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
+EXIT_ERROR = 3
+"""The run broke off (an engine or model error, or the JSON could not be written). Python's own status for a
+crash is 1, which reads as "some probes failed", so a crash gets a status of its own."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +52,62 @@ def build_parser() -> argparse.ArgumentParser:
         description="Conversation memory for companion characters: it remembers how conversations felt.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_serve(commands)
     _add_eval(commands)
+    _add_bench(commands)
     return parser
+
+
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve", help="serve the API", description="Serve the feltsense API (settings from FELTSENSE_* variables)."
+    )
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.add_argument("--data-dir", type=Path, help="where the embedded store keeps its files (default ./data)")
+    serve.set_defaults(handler=handle_serve)
+
+
+def handle_serve(args: argparse.Namespace, runtime: Runtime) -> int:
+    from api.server import serve
+    from engine.settings import Settings
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir))
+                 if v is not None}
+    serve(Settings(**overrides))
+    return EXIT_OK
+
+
+def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = commands.add_parser("bench", help="benchmarks (medians and p99s, beside a baseline)")
+    bench_commands = bench.add_subparsers(dest="bench_command", required=True, metavar="COMMAND")
+    scorer = bench_commands.add_parser("scorer", help="stage two, 40 -> 6, against the plain-Python reference")
+    scorer.add_argument("--iterations", type=int, default=5000)
+    scorer.add_argument("--json", action="store_true", help="end with one JSON object on the last line")
+    scorer.set_defaults(handler=handle_bench_scorer)
+    recall = bench_commands.add_parser("recall", help="recall latency, the query embedding included")
+    recall.add_argument("--memories", type=int, nargs="+", default=[10_000], metavar="N",
+                        help="memories in the one partition (several values run one after another)")
+    recall.add_argument("--queries", type=int, default=200)
+    recall.add_argument("--json", action="store_true", help="end with one JSON object per size, the last line last")
+    recall.set_defaults(handler=handle_bench_recall)
+
+
+def handle_bench_scorer(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.bench import bench_scorer, print_result
+
+    print_result("stage two, 40 -> 6 (microseconds)", bench_scorer(iterations=args.iterations), as_json=args.json)
+    return EXIT_OK
+
+
+def handle_bench_recall(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.bench import bench_recall, print_result
+
+    for memories in args.memories:
+        result = bench_recall(memories=memories, queries=args.queries,
+                              progress=lambda msg: print(msg, file=runtime.stderr, flush=True))
+        print_result(f"recall at {memories} memories (milliseconds)", result, as_json=args.json)
+    return EXIT_OK
 
 
 def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,7 +120,7 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         description=(
             "Replay tester transcripts (format 1, see ../shared/transcripts/FORMAT.md), each into a fresh, "
             "empty memory, and check every probe. Exit status: 0 all probes passed, 1 some failed, 2 a "
-            "transcript is invalid (nothing runs)."
+            "transcript is invalid (nothing runs), 3 the run broke off (an engine error)."
         ),
     )
     run.add_argument(
@@ -92,12 +153,16 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
         print(f"{count} problem{'s' if count != 1 else ''} found; nothing was run", file=runtime.stderr)
         return EXIT_INVALID
 
-    factory = runtime.engine_factory
-    if factory is None:
-        print("loading the embedder and classifier...", file=runtime.stderr)
-        factory = default_engine_factory()
-
-    report = run_transcripts(transcripts, engine_factory=factory, out=runtime.stdout)
+    try:
+        factory = runtime.engine_factory
+        if factory is None:
+            print("loading the embedder and classifier...", file=runtime.stderr)
+            factory = default_engine_factory()
+        report = run_transcripts(transcripts, engine_factory=factory, out=runtime.stdout)
+    except Exception:
+        traceback.print_exc(file=runtime.stderr)
+        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
+        return EXIT_ERROR
     print(report.summary_line, file=runtime.stdout)
 
     if args.json_path is not None:
@@ -105,7 +170,7 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
             args.json_path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_INVALID
+            return EXIT_ERROR
     return EXIT_OK if report.failed == 0 else EXIT_FAILED
 
 

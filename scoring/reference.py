@@ -13,6 +13,7 @@ from scoring.rerank import StageTwoParams
 def stage_two_reference(
     relevance: Sequence[float],
     intensity: Sequence[float],
+    valence: Sequence[float],
     age_days: Sequence[float],
     is_emotional: Sequence[bool],
     anchor_hit: Sequence[bool],
@@ -21,6 +22,7 @@ def stage_two_reference(
     params: StageTwoParams,
 ) -> tuple[list[int], list[float]]:
     scores: list[float] = []
+    standing: list[bool] = []
     for i in range(len(relevance)):
         if is_emotional[i]:
             half_life = max(params.per_intensity_squared * intensity[i] * intensity[i], params.min_half_life_days)
@@ -32,5 +34,9 @@ def stage_two_reference(
         weight = params.salience_base + (1.0 - params.salience_base) * salience
         boost = params.anchor_boost if anchor_hit[i] else 1.0
         scores.append(relevance[i] * weight * boost * strength[i] * scope_weight[i])
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: params.limit]
+        toned = (is_emotional[i] and intensity[i] >= params.tone_min_intensity
+                 and valence[i] <= params.tone_max_valence)
+        standing.append(toned and salience < params.standing_rule_salience)
+    eligible = [i for i in range(len(scores)) if not standing[i]]
+    order = sorted(eligible, key=lambda i: (-scores[i], i))[: params.limit]
     return order, scores

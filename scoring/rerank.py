@@ -28,6 +28,9 @@ class StageTwoParams:
     factual_half_life_days: float
     salience_base: float
     anchor_boost: float
+    tone_min_intensity: float
+    tone_max_valence: float
+    standing_rule_salience: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +41,14 @@ class StageTwoResult:
     salience_weight: F64
     anchor_boost: F64
     half_life_days: F64
+    toned: NDArray[np.bool_]  # carries a tone rule (high-intensity negative emotional trace)
+    standing: NDArray[np.bool_]  # toned and decayed: a standing rule, left out of ``order``
 
 
 def stage_two(
     relevance: F64,
     intensity: F64,
+    valence: F64,
     age_days: F64,
     is_emotional: NDArray[np.bool_],
     anchor_hit: NDArray[np.bool_],
@@ -62,9 +68,15 @@ def stage_two(
     salience_weight = params.salience_base + (1.0 - params.salience_base) * salience
     boost = np.where(anchor_hit, params.anchor_boost, 1.0)
     score = relevance * salience_weight * boost * strength * scope_weight
-    # A stable sort on the negated score keeps stage one's order among equal scores.
-    order = np.argsort(-score, kind="stable")[: params.limit]
-    return StageTwoResult(order, score, salience, salience_weight, boost, half_life)
+    toned, standing = tone_masks(
+        intensity, valence, salience, is_emotional, min_intensity=params.tone_min_intensity,
+        max_valence=params.tone_max_valence, standing_rule_salience=params.standing_rule_salience,
+    )
+    # Standing rules stop competing for context slots. A stable sort on the negated score keeps stage one's
+    # order among equal scores.
+    eligible = np.flatnonzero(~standing)
+    order = eligible[np.argsort(-score[eligible], kind="stable")][: params.limit]
+    return StageTwoResult(order, score, salience, salience_weight, boost, half_life, toned, standing)
 
 
 def tone_masks(

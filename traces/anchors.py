@@ -80,9 +80,8 @@ def session_anchors(user_texts: Sequence[str], *, exclude: Sequence[str] = ()) -
             key = stem(word)
             if word in names or word in STOPWORDS or word in excluded or key in anchors:
                 continue
-            if word in LIFE_NOUNS or key in LIFE_NOUNS:
-                anchors.setdefault(key, key)
-            elif repeats[key] >= 2 and len(key) >= _MIN_REPEAT_LENGTH:
+            in_life = word in LIFE_NOUNS or key in LIFE_NOUNS
+            if in_life or (repeats[key] >= 2 and len(key) >= _MIN_REPEAT_LENGTH):
                 anchors.setdefault(key, key)
     return list(anchors.values())
 

@@ -71,7 +71,7 @@ def build_traces(
             Trace(
                 memory_id=memory.memory_id,
                 status=TraceStatus.COMPLETE,
-                register=registers[i],  # type: ignore[arg-type]  # the classifier returns the vocabulary
+                register=registers[i],
                 valence=float(np.clip(valences[i], -1.0, 1.0)),
                 intensity=intensity,
                 engagement=engaged.get(memory.turn_id, 0.0),

@@ -36,4 +36,5 @@ class HashingEmbedder:
                 bucket = int.from_bytes(digest[:4], "little") % self._dimension
                 out[row, bucket] += 1.0 if digest[4] & 1 else -1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-12)
+        normalised: NDArray[np.float32] = (out / np.maximum(norms, 1e-12)).astype(np.float32)
+        return normalised

@@ -1,7 +1,7 @@
-"""Transcript format version 1 (../shared/transcripts/FORMAT.md): what parses, and how everything else is refused.
+"""Transcript format version 1 (../shared/transcripts/FORMAT.md): what parses, and how all else is refused.
 
-Every refusal must name the file, the line and the field, so the invalid documents below are a table of edits to
-one valid document, each with the line and field its error must name.
+Every refusal must name the file, the line and the field, so the invalid documents below are a table of edits
+to one valid document, each with the line and field its error must name.
 """
 
 from __future__ import annotations
@@ -77,59 +77,153 @@ def test_the_valid_document_parses() -> None:
 
 # (replacements, line, field, part of the message)
 INVALID: dict[str, tuple[dict[int, str | None], int, str | None, str]] = {
-    "probe check not a list": ({15: "          recall_any: Luna"}, 15, "sessions[1].turns[0].probe.recall_any",
-                               "expected a list of strings"),
-    "probe check empty": ({15: "          recall_any: []"}, 15, "sessions[1].turns[0].probe.recall_any",
-                          "non-empty list"),
-    "probe check item not a string": ({15: "          recall_all: [Luna, 3]"}, 15,
-                                      "sessions[1].turns[0].probe.recall_all[1]", "expected a string"),
-    "probe check empty string": ({15: '          recall_none: [""]'}, 15,
-                                 "sessions[1].turns[0].probe.recall_none[0]", "non-empty string"),
-    "probe check unknown": ({15: "          recal_any: [Luna]"}, 15, "sessions[1].turns[0].probe.recal_any",
-                            "did you mean recall_any"),
-    "context check not a list": ({15: "          context_none: {a: b}"}, 15,
-                                 "sessions[1].turns[0].probe.context_none", "expected a list of strings"),
-    "probe without checks": ({14: "        probe: {}", 15: None}, 14, "sessions[1].turns[0].probe",
-                             "at least one check"),
+    "probe check not a list": (
+        {15: "          recall_any: Luna"},
+        15,
+        "sessions[1].turns[0].probe.recall_any",
+        "expected a list of strings",
+    ),
+    "probe check empty": (
+        {15: "          recall_any: []"},
+        15,
+        "sessions[1].turns[0].probe.recall_any",
+        "non-empty list",
+    ),
+    "probe check item not a string": (
+        {15: "          recall_all: [Luna, 3]"},
+        15,
+        "sessions[1].turns[0].probe.recall_all[1]",
+        "expected a string",
+    ),
+    "probe check empty string": (
+        {15: '          recall_none: [""]'},
+        15,
+        "sessions[1].turns[0].probe.recall_none[0]",
+        "non-empty string",
+    ),
+    "probe check unknown": (
+        {15: "          recal_any: [Luna]"},
+        15,
+        "sessions[1].turns[0].probe.recal_any",
+        "did you mean recall_any",
+    ),
+    "context check not a list": (
+        {15: "          context_none: {a: b}"},
+        15,
+        "sessions[1].turns[0].probe.context_none",
+        "expected a list of strings",
+    ),
+    "probe without checks": (
+        {14: "        probe: {}", 15: None},
+        14,
+        "sessions[1].turns[0].probe",
+        "at least one check",
+    ),
     "probe null": ({14: "        probe:", 15: None}, 14, "sessions[1].turns[0].probe", "expected a mapping"),
-    "probe on a character turn": ({9: '      - {character: "sorry", probe: {recall_any: [x]}}', 10: None}, 9,
-                                  "sessions[0].turns[1].probe", "user turns only"),
-    "tone not a list": ({15: "          tone: {register_any: [grief]}"}, 15, "sessions[1].turns[0].probe.tone",
-                        "expected a list"),
+    "probe on a character turn": (
+        {9: '      - {character: "sorry", probe: {recall_any: [x]}}', 10: None},
+        9,
+        "sessions[0].turns[1].probe",
+        "user turns only",
+    ),
+    "tone not a list": (
+        {15: "          tone: {register_any: [grief]}"},
+        15,
+        "sessions[1].turns[0].probe.tone",
+        "expected a list",
+    ),
     "tone empty": ({15: "          tone: []"}, 15, "sessions[1].turns[0].probe.tone", "non-empty list"),
-    "tone unknown register": ({15: "          tone: [{register_any: [griefs]}]"}, 15,
-                              "sessions[1].turns[0].probe.tone[0].register_any[0]", "unknown register 'griefs'"),
-    "tone registers not a list": ({15: "          tone: [{register_any: grief}]"}, 15,
-                                  "sessions[1].turns[0].probe.tone[0].register_any", "expected a list of registers"),
-    "tone anchors not a list": ({15: "          tone:\n            - anchors_any: Luna"}, 16,
-                                "sessions[1].turns[0].probe.tone[0].anchors_any", "expected a list of strings"),
-    "tone item unknown key": ({15: "          tone: [{anchors_any: [Luna], mood: sad}]"}, 15,
-                              "sessions[1].turns[0].probe.tone[0].mood", "unknown field"),
-    "tone item not a mapping": ({15: "          tone: [grief]"}, 15, "sessions[1].turns[0].probe.tone[0]",
-                                "expected a mapping"),
-    "no_tone garbage": ({15: "          no_tone: anything"}, 15, "sessions[1].turns[0].probe.no_tone",
-                        "list of registers or the word any"),
-    "no_tone unknown register": ({15: "          no_tone: [happy]"}, 15,
-                                 "sessions[1].turns[0].probe.no_tone[0]", "unknown register 'happy'"),
-    "no_tone empty": ({15: "          no_tone: []"}, 15, "sessions[1].turns[0].probe.no_tone", "non-empty list of registers"),
+    "tone unknown register": (
+        {15: "          tone: [{register_any: [griefs]}]"},
+        15,
+        "sessions[1].turns[0].probe.tone[0].register_any[0]",
+        "unknown register 'griefs'",
+    ),
+    "tone registers not a list": (
+        {15: "          tone: [{register_any: grief}]"},
+        15,
+        "sessions[1].turns[0].probe.tone[0].register_any",
+        "expected a list of registers",
+    ),
+    "tone anchors not a list": (
+        {15: "          tone:\n            - anchors_any: Luna"},
+        16,
+        "sessions[1].turns[0].probe.tone[0].anchors_any",
+        "expected a list of strings",
+    ),
+    "tone item unknown key": (
+        {15: "          tone: [{anchors_any: [Luna], mood: sad}]"},
+        15,
+        "sessions[1].turns[0].probe.tone[0].mood",
+        "unknown field",
+    ),
+    "tone item not a mapping": (
+        {15: "          tone: [grief]"},
+        15,
+        "sessions[1].turns[0].probe.tone[0]",
+        "expected a mapping",
+    ),
+    "no_tone garbage": (
+        {15: "          no_tone: anything"},
+        15,
+        "sessions[1].turns[0].probe.no_tone",
+        "list of registers or the word any",
+    ),
+    "no_tone unknown register": (
+        {15: "          no_tone: [happy]"},
+        15,
+        "sessions[1].turns[0].probe.no_tone[0]",
+        "unknown register 'happy'",
+    ),
+    "no_tone empty": (
+        {15: "          no_tone: []"},
+        15,
+        "sessions[1].turns[0].probe.no_tone",
+        "non-empty list of registers",
+    ),
     "format 2": ({1: "format: 2"}, 1, "format", "expected 1"),
     "format as a string": ({1: 'format: "1"'}, 1, "format", "got the string '1'"),
     "format missing": ({1: None}, 1, "format", "missing required field"),
     "id missing": ({2: None}, 1, "id", "missing required field"),
-    "sessions missing": ({5: None, 6: None, 7: None, 8: None, 9: None, 10: None, 11: None, 12: None, 13: None,
-                          14: None, 15: None}, 1, "sessions", "missing required field"),
+    "sessions missing": (
+        {
+            5: None,
+            6: None,
+            7: None,
+            8: None,
+            9: None,
+            10: None,
+            11: None,
+            12: None,
+            13: None,
+            14: None,
+            15: None,
+        },
+        1,
+        "sessions",
+        "missing required field",
+    ),
     "id not an identifier": ({2: 'id: "two words"'}, 2, "id", "expected an identifier"),
     "character not a string": ({3: "character: [ava]"}, 3, "character", "expected a string"),
     "user null": ({4: "user:"}, 4, "user", "expected a string, got nothing"),
-    "description not a string": ({4: "user: tester-1\ndescription: [a]"}, 5, "description", "expected a string"),
+    "description not a string": (
+        {4: "user: tester-1\ndescription: [a]"},
+        5,
+        "description",
+        "expected a string",
+    ),
     "unknown top-level key": ({}, 16, "extra", "unknown field"),
     "duplicate key": ({3: "character: ava\ncharacter: bob"}, 4, "character", "duplicate field"),
     "first session without zone": ({6: '  - at: "2025-03-01T18:00:00"'}, 6, "sessions[0].at", "has no zone"),
     "first session unquoted date": ({6: "  - at: 2025-03-01"}, 6, "sessions[0].at", "has no zone"),
     "first session an offset": ({6: '  - at: "+9d"'}, 6, "sessions[0].at", "ISO-8601 timestamp with a zone"),
     "first session garbage": ({6: '  - at: "soon"'}, 6, "sessions[0].at", "ISO-8601"),
-    "later session a timestamp": ({11: '  - at: "2025-03-10T18:00:00Z"'}, 11, "sessions[1].at",
-                                  "not a timestamp"),
+    "later session a timestamp": (
+        {11: '  - at: "2025-03-10T18:00:00Z"'},
+        11,
+        "sessions[1].at",
+        "not a timestamp",
+    ),
     "later session negative": ({11: '  - at: "-9d"'}, 11, "sessions[1].at", "expected an offset"),
     "later session no plus": ({11: '  - at: "9d"'}, 11, "sessions[1].at", "expected an offset"),
     "later session bad unit": ({11: '  - at: "+9w"'}, 11, "sessions[1].at", "expected an offset"),
@@ -139,26 +233,72 @@ INVALID: dict[str, tuple[dict[int, str | None], int, str | None, str]] = {
     "later session overlaps": ({11: '  - at: "+30s"'}, 11, "sessions[1].at", "must not overlap"),
     "session missing at": ({11: None, 12: "  - turns:"}, 11, "sessions[1].at", "missing required field"),
     "session unknown key": ({12: "    mood: happy\n    turns:"}, 12, "sessions[1].mood", "unknown field"),
-    "session without turns": ({12: "    turns: []", 13: None, 14: None, 15: None}, 12, "sessions[1].turns",
-                              "at least one turn"),
-    "session not a mapping": ({11: '  - "+9d"', 12: None, 13: None, 14: None, 15: None}, 11, "sessions[1]",
-                              "expected a mapping"),
-    "sessions empty": ({5: "sessions: []", 6: None, 7: None, 8: None, 9: None, 10: None, 11: None, 12: None,
-                        13: None, 14: None, 15: None}, 5, "sessions", "non-empty list"),
+    "session without turns": (
+        {12: "    turns: []", 13: None, 14: None, 15: None},
+        12,
+        "sessions[1].turns",
+        "at least one turn",
+    ),
+    "session not a mapping": (
+        {11: '  - "+9d"', 12: None, 13: None, 14: None, 15: None},
+        11,
+        "sessions[1]",
+        "expected a mapping",
+    ),
+    "sessions empty": (
+        {
+            5: "sessions: []",
+            6: None,
+            7: None,
+            8: None,
+            9: None,
+            10: None,
+            11: None,
+            12: None,
+            13: None,
+            14: None,
+            15: None,
+        },
+        5,
+        "sessions",
+        "non-empty list",
+    ),
     "turn offset garbage": ({10: '        at: "45s"'}, 10, "sessions[0].turns[1].at", "expected an offset"),
     "turn offset negative": ({10: '        at: "-45s"'}, 10, "sessions[0].turns[1].at", "expected an offset"),
-    "turn offset hours without plus": ({10: '        at: "1d12"'}, 10, "sessions[0].turns[1].at",
-                                       "expected an offset"),
-    "turn with both roles": ({8: '      - {user: "x", character: "y"}'}, 8, "sessions[0].turns[0]",
-                             "exactly one of user or character"),
-    "turn with no role": ({8: '      - at: "+5s"'}, 8, "sessions[0].turns[0]", "needs one of user or character"),
+    "turn offset hours without plus": (
+        {10: '        at: "1d12"'},
+        10,
+        "sessions[0].turns[1].at",
+        "expected an offset",
+    ),
+    "turn with both roles": (
+        {8: '      - {user: "x", character: "y"}'},
+        8,
+        "sessions[0].turns[0]",
+        "exactly one of user or character",
+    ),
+    "turn with no role": (
+        {8: '      - at: "+5s"'},
+        8,
+        "sessions[0].turns[0]",
+        "needs one of user or character",
+    ),
     "turn unknown key": ({8: '      - usr: "hi"'}, 8, "sessions[0].turns[0].usr", "did you mean user"),
     "turn empty text": ({8: '      - user: ""'}, 8, "sessions[0].turns[0].user", "non-empty string"),
     "turn text a boolean": ({8: "      - user: yes"}, 8, "sessions[0].turns[0].user", "quote it"),
     "turn text a list": ({8: "      - user: [a]"}, 8, "sessions[0].turns[0].user", "got a list"),
-    "turn not a mapping": ({8: '      - "My dog Luna died."'}, 8, "sessions[0].turns[0]", "expected a mapping"),
-    "turn text too long": ({8: "      - user: " + "x" * 20_001}, 8, "sessions[0].turns[0].user",
-                           "at most 20000"),
+    "turn not a mapping": (
+        {8: '      - "My dog Luna died."'},
+        8,
+        "sessions[0].turns[0]",
+        "expected a mapping",
+    ),
+    "turn text too long": (
+        {8: "      - user: " + "x" * 20_001},
+        8,
+        "sessions[0].turns[0].user",
+        "at most 20000",
+    ),
 }
 
 
@@ -180,7 +320,9 @@ def test_an_invalid_document_is_refused_naming_file_line_and_field(
 def test_the_brief_example_error_reads_as_documented() -> None:
     (issue,) = issues_of(edit({15: "          recall_any: Luna"}), file="luna.yaml")
 
-    assert str(issue).startswith("luna.yaml:15: sessions[1].turns[0].probe.recall_any: expected a list of strings")
+    assert str(issue).startswith(
+        "luna.yaml:15: sessions[1].turns[0].probe.recall_any: expected a list of strings"
+    )
 
 
 def test_every_problem_in_a_file_is_reported_in_line_order() -> None:
@@ -275,7 +417,22 @@ def test_offsets_parse(text: str, expected: timedelta) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "+", "9d", "-9d", "+-9d", "+9D", "+1h1d", "+0s", "+0d0h", "+ 9d", "+9d ", "+1.5h", "+9", "+99999999999d"],
+    [
+        "",
+        "+",
+        "9d",
+        "-9d",
+        "+-9d",
+        "+9D",
+        "+1h1d",
+        "+0s",
+        "+0d0h",
+        "+ 9d",
+        "+9d ",
+        "+1.5h",
+        "+9",
+        "+99999999999d",
+    ],
 )
 def test_offset_garbage_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="offset"):
@@ -310,7 +467,7 @@ def test_turns_are_30s_apart_unless_at_says_otherwise_and_sessions_count_from_th
         start + timedelta(seconds=75),
         start + timedelta(days=1, hours=12, seconds=75),
     ]
-    # +9d from the previous session's start, not its end; an `at` on a first turn counts from its session's start.
+    # +9d from the previous session's start, not its end; a first turn's `at` counts from its session's start.
     assert second.start == start + timedelta(days=9)
     assert second.turns[0].at == start + timedelta(days=9, hours=2, minutes=30)
 
@@ -331,7 +488,13 @@ def test_the_shipped_examples_parse() -> None:
         datetime(2025, 3, 11, 18, tzinfo=UTC),
         datetime(2026, 3, 11, 18, tzinfo=UTC),
     ]
-    assert [turn.role for turn in luna.sessions[0].turns] == ["user", "character", "user", "character", "user"]
+    assert [turn.role for turn in luna.sessions[0].turns] == [
+        "user",
+        "character",
+        "user",
+        "character",
+        "user",
+    ]
     assert luna.sessions[0].turns[-1].at == datetime(2025, 3, 2, 18, 2, tzinfo=UTC)
     grief_about_luna = ToneCheck(register_any=("grief", "sadness"), anchors_any=("Luna",))
     assert luna.sessions[1].turns[0].probe == Probe(recall_any=("Luna",), tone=(grief_about_luna,))
@@ -357,7 +520,10 @@ def test_missing_paths_and_empty_directories_are_problems(tmp_path: Path) -> Non
 
     _, issues = expand_paths([tmp_path / "nope.yaml", tmp_path / "empty"])
 
-    assert [issue.message for issue in issues] == ["no such file or directory", "no *.yaml, *.yml, *.json files"]
+    assert [issue.message for issue in issues] == [
+        "no such file or directory",
+        "no *.yaml, *.yml, *.json files",
+    ]
 
 
 def test_duplicate_ids_within_one_run_are_refused(tmp_path: Path) -> None:
@@ -368,7 +534,10 @@ def test_duplicate_ids_within_one_run_are_refused(tmp_path: Path) -> None:
         load_transcripts([tmp_path])
 
     (issue,) = caught.value.issues
-    assert str(issue) == f"{tmp_path / 'b.yaml'}:2: id: duplicate transcript id 't1' (also in {tmp_path / 'a.yaml'})"
+    assert (
+        str(issue)
+        == f"{tmp_path / 'b.yaml'}:2: id: duplicate transcript id 't1' (also in {tmp_path / 'a.yaml'})"
+    )
 
 
 def test_problems_of_every_file_are_reported_together(tmp_path: Path) -> None:
@@ -379,5 +548,8 @@ def test_problems_of_every_file_are_reported_together(tmp_path: Path) -> None:
     with pytest.raises(TranscriptInvalid) as caught:
         load_transcripts([tmp_path])
 
-    assert [(Path(issue.file).name, issue.line) for issue in caught.value.issues] == [("a.yaml", 1), ("b.yaml", None)]
+    assert [(Path(issue.file).name, issue.line) for issue in caught.value.issues] == [
+        ("a.yaml", 1),
+        ("b.yaml", None),
+    ]
     assert "cannot read" in caught.value.issues[1].message

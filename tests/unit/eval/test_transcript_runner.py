@@ -13,18 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from eval.cli import main
-from eval.transcripts import (
-    Probe,
-    ProbeResult,
-    ToneCheck,
-    TranscriptEngine,
-    check_probe,
-    format_result,
-    parse_transcript,
-    replay,
-    run_transcripts,
-)
 from engine.models import (
     AssembledContext,
     CloseReport,
@@ -40,6 +28,17 @@ from engine.models import (
     Trace,
     TraceStatus,
     Turn,
+)
+from eval.cli import main
+from eval.transcripts import (
+    Probe,
+    ProbeResult,
+    ToneCheck,
+    check_probe,
+    format_result,
+    parse_transcript,
+    replay,
+    run_transcripts,
 )
 
 START = datetime(2025, 3, 2, 18, tzinfo=UTC)
@@ -105,7 +104,11 @@ def memory(text: str, *, register: Register | None = None, anchors: tuple[str, .
 
 
 def tone(
-    register: Register, anchors: tuple[str, ...] = (), instruction: str = "Be gentle.", *, standing: bool = False
+    register: Register,
+    anchors: tuple[str, ...] = (),
+    instruction: str = "Be gentle.",
+    *,
+    standing: bool = False,
 ) -> ToneConstraint:
     return ToneConstraint(
         register=register,
@@ -158,7 +161,9 @@ class FakeEngine:
     def ingest(self, turns: Sequence[Turn]) -> IngestReport:
         self.calls.append(("ingest", tuple(turns)))
         self.stored.extend(turns)
-        return IngestReport(stored=len(turns), duplicates=0, memories=sum(turn.role == "user" for turn in turns))
+        return IngestReport(
+            stored=len(turns), duplicates=0, memories=sum(turn.role == "user" for turn in turns)
+        )
 
     def close_session(self, session_id: str, *, closed_at: datetime | None = None) -> CloseReport:
         self.calls.append(("close_session", (session_id, closed_at)))
@@ -170,10 +175,6 @@ class FakeEngine:
 
     def close(self) -> None:
         self.closed = True
-
-
-def _engine_protocol_is_satisfied(engine: FakeEngine) -> TranscriptEngine:
-    return engine  # mypy checks the fake against the runner's protocol here
 
 
 def luna_recall(query: RecallQuery) -> RecallResult:
@@ -190,11 +191,13 @@ def test_replay_stores_turns_closes_sessions_and_probes_in_the_order_format_md_g
     replay(transcript, engine)
 
     session_1 = START + timedelta(days=9)
-    steps = [
-        (name, payload[0].turn_id if name == "ingest" else payload)  # type: ignore[index]
-        for name, payload in engine.calls
-        if name != "recall"
-    ]
+    steps: list[tuple[str, object]] = []
+    for name, payload in engine.calls:
+        if name == "ingest":
+            assert isinstance(payload, tuple)
+            steps.append((name, ",".join(turn.turn_id for turn in payload)))
+        elif name == "close_session":
+            steps.append((name, payload))
     assert steps == [
         ("ingest", "luna:s0:t0"),
         ("ingest", "luna:s0:t1"),
@@ -225,12 +228,18 @@ def test_a_probe_recalls_with_the_users_message_at_its_time_in_the_current_sessi
     session_1 = START + timedelta(days=9)
     assert queries == [
         RecallQuery(
-            character_id="ava", user_id="tester-1", message="I went for a walk in the park.",
-            session_id="luna:s1", at=session_1,
+            character_id="ava",
+            user_id="tester-1",
+            message="I went for a walk in the park.",
+            session_id="luna:s1",
+            at=session_1,
         ),
         RecallQuery(
-            character_id="ava", user_id="tester-1", message="Quiet.",
-            session_id="luna:s1", at=session_1 + timedelta(seconds=30, minutes=2),
+            character_id="ava",
+            user_id="tester-1",
+            message="Quiet.",
+            session_id="luna:s1",
+            at=session_1 + timedelta(seconds=30, minutes=2),
         ),
     ]
     assert "luna:s1:t0" not in seen_at_recall[0]
@@ -310,29 +319,42 @@ def test_an_engine_is_closed_and_its_directory_removed_even_when_replay_fails() 
 GRIEF_LUNA = tone("grief", ("Luna",), "Be gentle about her dog.")
 STANDING_GRIEF = tone("grief", ("dog",), "Never be cheerful about Luna.", standing=True)
 JOY_COFFEE = tone("joy", ("coffee",), "Keep it light.")
+STANDING_JOY = tone("joy", ("coffee",), "Keep it light.", standing=True)
 LUNA_MEMORY = memory("My dog Luna died last week.")
 LEEDS_MEMORY = memory("I live in Leeds, the rain is relentless.")
 
 # (probe, recall, the failing checks' names; empty when the probe passes)
 CHECKS: dict[str, tuple[Probe, RecallResult, list[str]]] = {
     "tone: register and anchor": (
-        Probe(tone=(ToneCheck(("grief", "sadness"), ("luna",)),)), recall_result(tone_constraints=[GRIEF_LUNA]), []
+        Probe(tone=(ToneCheck(("grief", "sadness"), ("luna",)),)),
+        recall_result(tone_constraints=[GRIEF_LUNA]),
+        [],
     ),
     "tone: anchor named only in the instruction": (
-        Probe(tone=(ToneCheck(("grief",), ("LUNA",)),)), recall_result(standing_rules=[STANDING_GRIEF]), []
+        Probe(tone=(ToneCheck(("grief",), ("LUNA",)),)),
+        recall_result(standing_rules=[STANDING_GRIEF]),
+        [],
     ),
     "tone: anchor as a substring": (
-        Probe(tone=(ToneCheck(anchors_any=("Lun",)),)), recall_result(tone_constraints=[GRIEF_LUNA]), []
+        Probe(tone=(ToneCheck(anchors_any=("Lun",)),)),
+        recall_result(tone_constraints=[GRIEF_LUNA]),
+        [],
     ),
     "tone: wrong register": (
-        Probe(tone=(ToneCheck(("sadness",), ("Luna",)),)), recall_result(tone_constraints=[GRIEF_LUNA]), ["tone[0]"]
+        Probe(tone=(ToneCheck(("sadness",), ("Luna",)),)),
+        recall_result(tone_constraints=[GRIEF_LUNA]),
+        ["tone[0]"],
     ),
     "tone: register and anchor on different constraints": (
         Probe(tone=(ToneCheck(("joy",), ("Luna",)),)),
         recall_result(tone_constraints=[GRIEF_LUNA, JOY_COFFEE]),
         ["tone[0]"],
     ),
-    "tone: register only": (Probe(tone=(ToneCheck(("joy",)),)), recall_result(tone_constraints=[JOY_COFFEE]), []),
+    "tone: register only": (
+        Probe(tone=(ToneCheck(("joy",)),)),
+        recall_result(tone_constraints=[JOY_COFFEE]),
+        [],
+    ),
     "tone: every item must hold": (
         Probe(tone=(ToneCheck(("grief",)), ToneCheck(("anxiety",)))),
         recall_result(tone_constraints=[GRIEF_LUNA]),
@@ -341,14 +363,26 @@ CHECKS: dict[str, tuple[Probe, RecallResult, list[str]]] = {
     "tone: an empty item wants some constraint": (Probe(tone=(ToneCheck(),)), recall_result(), ["tone[0]"]),
     "tone: nothing in force": (Probe(tone=(ToneCheck(("grief",), ("Luna",)),)), recall_result(), ["tone[0]"]),
     "no_tone: other registers only": (
-        Probe(no_tone=("grief",)), recall_result(tone_constraints=[JOY_COFFEE]), []
+        Probe(no_tone=("grief",)),
+        recall_result(tone_constraints=[JOY_COFFEE]),
+        [],
     ),
     "no_tone: a standing rule counts": (
-        Probe(no_tone=("grief", "sadness")), recall_result(standing_rules=[STANDING_GRIEF]), ["no_tone"]
+        Probe(no_tone=("grief", "sadness")),
+        recall_result(standing_rules=[STANDING_GRIEF]),
+        ["no_tone"],
     ),
     "no_tone any: none in force": (Probe(no_tone="any"), recall_result([LUNA_MEMORY]), []),
-    "no_tone any: one in force": (Probe(no_tone="any"), recall_result(tone_constraints=[JOY_COFFEE]), ["no_tone"]),
-    "recall_any: case-insensitive substring": (Probe(recall_any=("nope", "luna")), recall_result([LUNA_MEMORY]), []),
+    "no_tone any: one in force": (
+        Probe(no_tone="any"),
+        recall_result(tone_constraints=[JOY_COFFEE]),
+        ["no_tone"],
+    ),
+    "recall_any: case-insensitive substring": (
+        Probe(recall_any=("nope", "luna")),
+        recall_result([LUNA_MEMORY]),
+        [],
+    ),
     "recall_any: nothing recalled": (Probe(recall_any=("Luna",)), recall_result(), ["recall_any"]),
     "recall_any: only the memory's text counts": (
         Probe(recall_any=("Luna",)),
@@ -356,25 +390,45 @@ CHECKS: dict[str, tuple[Probe, RecallResult, list[str]]] = {
         ["recall_any"],
     ),
     "recall_all: spread over memories": (
-        Probe(recall_all=("luna", "LEEDS")), recall_result([LUNA_MEMORY, LEEDS_MEMORY]), []
+        Probe(recall_all=("luna", "LEEDS")),
+        recall_result([LUNA_MEMORY, LEEDS_MEMORY]),
+        [],
     ),
-    "recall_all: one missing": (Probe(recall_all=("Luna", "Lisbon")), recall_result([LUNA_MEMORY]), ["recall_all"]),
+    "recall_all: one missing": (
+        Probe(recall_all=("Luna", "Lisbon")),
+        recall_result([LUNA_MEMORY]),
+        ["recall_all"],
+    ),
     "recall_none: absent": (Probe(recall_none=("Leeds",)), recall_result([LUNA_MEMORY]), []),
     "recall_none: present": (
-        Probe(recall_none=("leeds",)), recall_result([LUNA_MEMORY, LEEDS_MEMORY]), ["recall_none"]
+        Probe(recall_none=("leeds",)),
+        recall_result([LUNA_MEMORY, LEEDS_MEMORY]),
+        ["recall_none"],
     ),
     "context_any: in the system prefix": (
-        Probe(context_any=("gentle",)), recall_result(system="Be gentle.", tail="- walks"), []
+        Probe(context_any=("gentle",)),
+        recall_result(system="Be gentle.", tail="- walks"),
+        [],
     ),
-    "context_any: in the tail": (Probe(context_any=("Lisbon",)), recall_result(system="x", tail="moved to lisbon"), []),
-    "context_any: absent": (Probe(context_any=("Lisbon",)), recall_result(system="x", tail="Leeds"), ["context_any"]),
+    "context_any: in the tail": (
+        Probe(context_any=("Lisbon",)),
+        recall_result(system="x", tail="moved to lisbon"),
+        [],
+    ),
+    "context_any: absent": (
+        Probe(context_any=("Lisbon",)),
+        recall_result(system="x", tail="Leeds"),
+        ["context_any"],
+    ),
     "context_none: absent": (Probe(context_none=("Leeds",)), recall_result(system="x", tail="Lisbon"), []),
     "context_none: present": (
-        Probe(context_none=("leeds",)), recall_result(system="LEEDS", tail=""), ["context_none"]
+        Probe(context_none=("leeds",)),
+        recall_result(system="LEEDS", tail=""),
+        ["context_none"],
     ),
     "several checks fail together": (
         Probe(recall_any=("Luna",), context_any=("Luna",), no_tone="any"),
-        recall_result(standing_rules=[JOY_COFFEE]),
+        recall_result(standing_rules=[STANDING_JOY]),
         ["no_tone", "recall_any", "context_any"],
     ),
 }
@@ -398,7 +452,7 @@ def test_failure_messages_say_what_was_expected_and_what_was_found() -> None:
             context_any=("Luna",),
             context_none=("Leeds",),
         ),
-        recall_result([LEEDS_MEMORY], [GRIEF_LUNA], [JOY_COFFEE], system="", tail="- I live in Leeds"),
+        recall_result([LEEDS_MEMORY], [GRIEF_LUNA], [STANDING_JOY], system="", tail="- I live in Leeds"),
     )
 
     assert failures == (
@@ -418,9 +472,18 @@ def test_failure_messages_say_what_was_expected_and_what_was_found() -> None:
 
 
 def probe_result(failures: tuple[str, ...], recall: RecallResult) -> ProbeResult:
-    query = RecallQuery(character_id="ava", user_id="tester-1", message="I went for a walk.", session_id="luna:s1")
+    query = RecallQuery(
+        character_id="ava", user_id="tester-1", message="I went for a walk.", session_id="luna:s1"
+    )
     return ProbeResult(
-        transcript="luna", file="luna.yaml", line=14, session=1, turn=0, query=query, failures=failures, recall=recall
+        transcript="luna",
+        file="luna.yaml",
+        line=14,
+        session=1,
+        turn=0,
+        query=query,
+        failures=failures,
+        recall=recall,
     )
 
 
@@ -432,14 +495,22 @@ def test_a_passing_probe_is_one_line() -> None:
 
 def test_a_failing_probe_shows_what_recall_returned_with_score_components_and_tone() -> None:
     recalled = memory("My dog Luna died last week.", register="grief", anchors=("Luna",))
-    text = format_result(probe_result(("recall_any: ...",), recall_result([recalled], standing_rules=[JOY_COFFEE])))
+    text = format_result(
+        probe_result(("recall_any: ...",), recall_result([recalled], standing_rules=[STANDING_JOY]))
+    )
 
     lines = text.splitlines()
     assert lines[0] == "FAIL luna sessions[1].turns[0]: 'I went for a walk.'"
     assert "luna.yaml:14" in lines[1]
     assert "expected recall_any: ..." in text
     assert "'My dog Luna died last week.'" in text
-    for component in ["relevance=0.812", "salience=0.500", "anchor_boost=1.300", "score=0.792", "age_days=9.000"]:
+    for component in [
+        "relevance=0.812",
+        "salience=0.500",
+        "anchor_boost=1.300",
+        "score=0.792",
+        "age_days=9.000",
+    ]:
         assert component in text
     assert "grief" in text and "matched anchors: Luna" in text
     assert "joy (standing) [coffee]: 'Keep it light.'" in text
@@ -469,7 +540,10 @@ def test_cli_exits_0_when_every_probe_passes(tmp_path: Path, capsys: pytest.Capt
 def test_cli_exits_1_when_a_probe_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "luna.yaml").write_text(LUNA)
 
-    status = main(["eval", "run", str(tmp_path / "luna.yaml")], engine_factory=fake_factory(lambda query: recall_result()))
+    status = main(
+        ["eval", "run", str(tmp_path / "luna.yaml")],
+        engine_factory=fake_factory(lambda query: recall_result()),
+    )
 
     out = capsys.readouterr().out
     assert status == 1
@@ -495,8 +569,9 @@ def test_cli_exits_2_and_runs_nothing_when_a_transcript_is_invalid(
     captured = capsys.readouterr()
     assert status == 2
     assert built == [] and not report.exists() and captured.out == ""
-    assert f"{tmp_path / 'b-bad.yaml'}:16: sessions[1].turns[0].probe.recall_any: expected a list of strings" in (
-        captured.err
+    assert (
+        f"{tmp_path / 'b-bad.yaml'}:16: sessions[1].turns[0].probe.recall_any: expected a list of strings"
+        in (captured.err)
     )
 
 
@@ -510,17 +585,26 @@ def test_cli_writes_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixtur
             return recall_result(tone_constraints=[GRIEF_LUNA])
         return luna_recall(query)
 
-    status = main(["eval", "run", str(tmp_path), "--json", str(report_path)], engine_factory=fake_factory(answer))
+    status = main(
+        ["eval", "run", str(tmp_path), "--json", str(report_path)], engine_factory=fake_factory(answer)
+    )
 
     assert status == 1
     report = json.loads(report_path.read_text())
     assert {key: report[key] for key in ("transcripts", "probes", "passed", "failed")} == {
-        "transcripts": 1, "probes": 2, "passed": 1, "failed": 1,
+        "transcripts": 1,
+        "probes": 2,
+        "passed": 1,
+        "failed": 1,
     }
     first, second = report["results"]
     assert set(first) == {"transcript", "session", "turn", "passed", "failures", "recall"}
     assert (first["transcript"], first["session"], first["turn"], first["passed"], first["failures"]) == (
-        "luna", 1, 0, True, [],
+        "luna",
+        1,
+        0,
+        True,
+        [],
     )
     assert (second["turn"], second["passed"]) == (2, False)
     assert second["failures"][0].startswith("no_tone: expected no tone constraint in force")
@@ -541,3 +625,40 @@ def test_cli_needs_a_subcommand_and_a_path(capsys: pytest.CaptureFixture[str]) -
             main(argv)
         assert exited.value.code == 2
     capsys.readouterr()
+
+
+def test_cli_exits_3_when_the_run_breaks_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Python's own status for a crash is 1, which would read as "a probe failed".
+    (tmp_path / "luna.yaml").write_text(LUNA)
+
+    def broken_factory(data_dir: Path) -> FakeEngine:
+        raise RuntimeError("model weights missing")
+
+    status = main(["eval", "run", str(tmp_path)], engine_factory=broken_factory)
+
+    captured = capsys.readouterr()
+    assert status == 3
+    assert "model weights missing" in captured.err
+    assert "passed" not in captured.out
+
+
+def test_the_runner_drives_the_real_engine_facade(tmp_path: Path) -> None:
+    from engine.adapters.embedded_store import EmbeddedStore
+    from engine.adapters.hashing_embedder import HashingEmbedder
+    from engine.service import Engine
+    from tests.fakes import KeywordClassifier
+
+    embedder = HashingEmbedder()
+    engines: list[Engine] = []
+
+    def factory(data_dir: Path) -> Engine:
+        store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
+        engines.append(Engine(store=store, embedder=embedder, classifier=KeywordClassifier()))
+        return engines[-1]
+
+    report = run_transcripts([parse_transcript(LUNA, file="luna.yaml")], engine_factory=factory)
+
+    assert [(result.session, result.turn) for result in report.results] == [(1, 0), (1, 2)]
+    # The first session was closed (its write-time pass ran) before the probe in the second one recalled.
+    assert all(memory.session_id == "luna:s0" for memory in report.results[0].recall.memories)
+    assert all(memory.trace is not None for memory in report.results[0].recall.memories)

@@ -27,7 +27,8 @@ def candidate_arrays(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
     def bools() -> np.ndarray:
         return draw(arrays(np.bool_, n))
 
-    return floats(0, 1), floats(0, 1), floats(0, 2000), bools(), bools(), floats(0.01, 2), floats(0.01, 2)
+    return (floats(0, 1), floats(0, 1), floats(-1, 1), floats(0, 2000), bools(), bools(), floats(0.01, 2),
+            floats(0.01, 2))
 
 
 def test_default_half_lives_match_the_design() -> None:
@@ -51,12 +52,14 @@ def test_numpy_scorer_ranks_exactly_like_the_reference(case: tuple[np.ndarray, .
 def test_scores_are_finite_and_top_k_agrees_with_a_sort(case: tuple[np.ndarray, ...]) -> None:
     result = stage_two(*case, PARAMS)
     assert np.all(np.isfinite(result.score))
-    assert len(result.order) == min(PARAMS.limit, len(case[0]))
+    eligible = np.flatnonzero(~result.standing)
+    assert len(result.order) == min(PARAMS.limit, len(eligible))
+    assert not result.standing[result.order].any()  # standing rules never take a context slot
     top = result.score[result.order]
     assert np.all(np.diff(top) <= 0)
-    others = np.delete(result.score, result.order)
-    if len(others):
-        assert top.min() >= others.max()
+    others = np.setdiff1d(eligible, result.order)
+    if len(others) and len(top):
+        assert top.min() >= result.score[others].max()
 
 
 @given(candidate_arrays(), st.randoms(use_true_random=False))
@@ -79,7 +82,7 @@ def test_decay_is_monotone_in_age(intensity: float, age_a: float, age_b: float) 
 
 def test_an_anchor_hit_outranks_a_slightly_more_relevant_miss() -> None:
     relevance = np.array([0.5, 0.4])
-    result = stage_two(relevance, np.array([0.2, 0.2]), np.array([5.0, 5.0]), np.array([True, True]),
+    result = stage_two(relevance, np.array([0.2, 0.2]), np.zeros(2), np.array([5.0, 5.0]), np.array([True, True]),
                        np.array([False, True]), np.ones(2), np.ones(2), PARAMS)
     assert result.order.tolist()[0] == 1
     assert result.anchor_boost.tolist() == [1.0, PARAMS.anchor_boost]
@@ -87,11 +90,18 @@ def test_an_anchor_hit_outranks_a_slightly_more_relevant_miss() -> None:
 
 def test_facts_stay_nearly_flat_while_mild_feelings_fade() -> None:
     ages = np.array([180.0, 180.0])
-    result = stage_two(np.array([0.5, 0.5]), np.array([0.3, 0.3]), ages, np.array([False, True]),
+    result = stage_two(np.array([0.5, 0.5]), np.array([0.3, 0.3]), np.zeros(2), ages, np.array([False, True]),
                        np.zeros(2, bool), np.ones(2), np.ones(2), PARAMS)
     factual, mild = result.salience
     assert factual > 0.95 * PARAMS.factual_salience
     assert mild < 1e-6
+
+
+def test_a_decayed_grief_memory_leaves_the_ranking_and_stands_as_a_rule() -> None:
+    result = stage_two(np.array([0.9, 0.2]), np.array([0.9, 0.1]), np.array([-0.9, 0.0]), np.array([400.0, 1.0]),
+                       np.array([True, False]), np.zeros(2, bool), np.ones(2), np.ones(2), PARAMS)
+    assert result.standing.tolist() == [True, False]
+    assert result.order.tolist() == [1]
 
 
 def test_intense_negative_memories_turn_into_standing_rules_once_decayed() -> None:

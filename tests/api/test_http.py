@@ -1,0 +1,83 @@
+"""The HTTP service as a character runtime uses it: turns in, session closed, recall out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from api.app import create_app
+from engine.service import Engine
+
+
+def turn(i: int, role: str, text: str, *, session: str = "s1", at: str = "2025-03-02T18:00:00Z") -> dict[str, Any]:
+    return {"turn_id": f"{session}-{i}", "session_id": session, "character_id": "ava", "user_id": "tester-1",
+            "role": role, "text": text, "timestamp": at}
+
+
+@pytest.fixture
+def client(hashing_engine: Engine) -> Iterator[TestClient[Any]]:
+    with TestClient(create_app(hashing_engine)) as c:
+        yield c
+
+
+def test_turns_close_and_recall_round_trip(client: TestClient[Any]) -> None:
+    batch = {"turns": [turn(0, "user", "My dog Luna died last week."),
+                       turn(1, "character", "I'm so sorry.", at="2025-03-02T18:00:30Z"),
+                       turn(2, "user", "Luna and I walked in the park every morning.", at="2025-03-02T18:01:00Z")]}
+    first = client.post("/v1/turns", json=batch)
+    assert first.status_code == 200 and first.json() == {"stored": 3, "duplicates": 0, "memories": 2}
+    assert client.post("/v1/turns", json=batch).json() == {"stored": 0, "duplicates": 3, "memories": 0}
+
+    closed = client.post("/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"})
+    assert closed.status_code == 200 and closed.json()["traces_written"] == 2
+
+    result = client.post("/v1/recall", json={"character_id": "ava", "user_id": "tester-1",
+                                             "message": "I went for a walk in the park.", "session_id": "s2",
+                                             "at": "2025-03-11T09:00:00Z"})
+    assert result.status_code == 200
+    body = result.json()
+    assert any("Luna" in m["text"] for m in body["memories"])
+    assert {"relevance", "salience", "anchor_boost", "score"} <= set(body["memories"][0]["components"])
+    assert any(c["register"] == "grief" and "Luna" in c["anchors"] for c in body["tone_constraints"])
+    assert body["context"]["system"] and body["context"]["tail"]
+    assert body["trace"]["mode"] == "hybrid"
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"turns": [turn(0, "narrator", "hi")]}, "turns.0.role"),
+        ({"turns": [{**turn(0, "user", "hi"), "timestamp": "2025-03-02T18:00:00"}]}, "turns.0.timestamp"),
+        ({"turns": [{**turn(0, "user", "hi"), "mood": "happy"}]}, "turns.0.mood"),
+        ({"turns": [{**turn(0, "user", "")}]}, "turns.0.text"),
+        ({"turns": []}, "turns"),
+    ],
+)
+def test_bad_turns_get_422_problem_details_naming_the_field(
+    client: TestClient[Any], payload: dict[str, Any], field: str
+) -> None:
+    response = client.post("/v1/turns", json=payload)
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body = response.json()
+    assert body["status"] == 422 and field in body["detail"]
+    assert field in [e["field"] for e in body["errors"]]
+
+
+def test_bad_recall_is_422_and_unknown_session_close_is_404(client: TestClient[Any]) -> None:
+    response = client.post("/v1/recall", json={"character_id": "ava", "user_id": "u", "message": "hi",
+                                               "limit": 0})
+    assert response.status_code == 422 and "limit" in response.json()["detail"]
+    missing = client.post("/v1/sessions/nope/close")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"].startswith("application/problem+json")
+
+
+def test_openapi_documents_every_endpoint(client: TestClient[Any]) -> None:
+    schema = client.get("/docs/openapi.json")
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    assert {"/v1/turns", "/v1/sessions/{session_id}/close", "/v1/recall"} <= set(paths)
