@@ -26,9 +26,16 @@ class Embedder(Protocol):
 
 
 class TraceClassification(Protocol):
-    register: str
-    valence: float
-    intensity: float
+    """One memory's classification: register (from ``engine.models.REGISTERS``), valence, intensity."""
+
+    @property
+    def register(self) -> str: ...
+
+    @property
+    def valence(self) -> float: ...
+
+    @property
+    def intensity(self) -> float: ...
 
 
 class Classifier(Protocol):
@@ -37,7 +44,9 @@ class Classifier(Protocol):
     @property
     def name(self) -> str: ...
 
-    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[TraceClassification]: ...
+    def classify(
+        self, texts: Sequence[str], embeddings: NDArray[np.float32]
+    ) -> Sequence[TraceClassification]: ...
 
 
 class MemoryStore(Protocol):

@@ -122,10 +122,9 @@ class Recaller:
         timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
-        recalled_ids = {r.memory_id for r in recalled}
-        tone_constraints = self._constraints(toned, now, standing=False)
-        standing_memories = self._standing(partition, now, exclude, recalled_ids, profile)
-        standing_rules = self._constraints(standing_memories, now, standing=True)
+        tone_constraints, standing_rules, standing_count = self._tone(
+            partition, {memory.memory_id for memory, _, _ in toned}, now, exclude, profile
+        )
         context = assemble(recalled, tone_constraints, standing_rules, now=now)
         timings["tone_and_context_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
@@ -138,7 +137,7 @@ class Recaller:
             fused_candidates=len(candidates),
             dropped_below_floor=counts.get("dropped_below_floor", 0),
             excluded_current_session=counts.get("excluded_current_session", 0),
-            standing_rule_memories=len(standing_memories),
+            standing_rule_memories=standing_count,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
             profile_version=profile.version,
             notes=tuple(notes),
@@ -221,53 +220,69 @@ class Recaller:
                 toned_selected.append((memory, trace, float(ages[i])))
         return recalled, toned_selected
 
-    def _standing(
+    def _tone(
         self,
         partition: Partition,
+        selected_ids: set[str],
         now: datetime,
         exclude_session: str | None,
-        recalled_ids: set[str],
         profile: TuningProfile,
-    ) -> list[tuple[Memory, Trace, float]]:
+    ) -> tuple[tuple[ToneConstraint, ...], tuple[ToneConstraint, ...], int]:
+        """Tone constraints for this turn's toned memories, and the standing rules in force.
+
+        Rules speak for whole episodes (one session, one register): a recalled "Luna and I walked in the park"
+        brings the episode's most intense moment ("My dog Luna died") and all of its anchors into the rule. An
+        episode none of whose memories was recalled is a standing rule once its most intense memory has
+        decayed below the standing threshold; until then it simply competes for slots like any memory.
+        """
         rows = [
             (m, t) for m, t in self._store.toned_traces(
                 partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
             )
-            if m.created_at <= now and m.session_id != exclude_session and m.memory_id not in recalled_ids
+            if m.created_at <= now and m.session_id != exclude_session
         ]
         if not rows:
-            return []
+            return (), (), 0
         ages = np.array([(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m, _ in rows])
         salience = _salience_of([t for _, t in rows], ages, profile)
-        return [
-            (m, t, float(age))
-            for (m, t), age, value in zip(rows, ages, salience, strict=True)
-            if value < profile.tone.standing_rule_salience
-        ]
+        episodes: dict[tuple[str, str], list[tuple[Memory, Trace, float, float]]] = defaultdict(list)
+        for (memory, trace), age, value in zip(rows, ages, salience, strict=True):
+            episodes[(memory.session_id, trace.register)].append((memory, trace, float(age), float(value)))
+        current: list[list[tuple[Memory, Trace, float]]] = []
+        standing: list[list[tuple[Memory, Trace, float]]] = []
+        for members in episodes.values():
+            lead_salience = max(members, key=lambda r: r[1].intensity)[3]
+            episode = [(m, t, age) for m, t, age, _ in members]
+            if any(m.memory_id in selected_ids for m, _, _, _ in members):
+                current.append(episode)
+            elif lead_salience < profile.tone.standing_rule_salience:
+                standing.append(episode)
+        return (
+            self._constraints(current, standing=False),
+            self._constraints(standing, standing=True),
+            sum(len(e) for e in standing),
+        )
 
     @staticmethod
     def _constraints(
-        toned: Sequence[tuple[Memory, Trace, float]], now: datetime, *, standing: bool
+        episodes: Sequence[Sequence[tuple[Memory, Trace, float]]], *, standing: bool
     ) -> tuple[ToneConstraint, ...]:
-        """One constraint per episode (session and register): the most intense memory speaks for it."""
-        episodes: dict[tuple[str, str], list[tuple[Memory, Trace, float]]] = defaultdict(list)
-        for row in toned:
-            episodes[(row[0].session_id, row[1].register)].append(row)
+        """One constraint per episode; its most intense memory speaks for it."""
         constraints = []
-        for (_, register), rows in episodes.items():
-            rows.sort(key=lambda r: (-r[1].intensity, r[0].created_at))
-            lead_memory, lead_trace, age = rows[0]
-            anchors = tuple(dict.fromkeys(a for _, t, _ in rows for a in t.anchors))
+        for rows in episodes:
+            ordered = sorted(rows, key=lambda r: (-r[1].intensity, r[0].created_at))
+            lead_memory, lead_trace, age = ordered[0]
+            anchors = tuple(dict.fromkeys(a for _, t, _ in ordered for a in t.anchors))
             constraints.append(
                 ToneConstraint(
                     register=lead_trace.register,
                     anchors=anchors,
-                    instruction=tone_instruction(register, anchors, text=lead_memory.text, age_days=age,
-                                                 standing=standing),
-                    source_memory_ids=tuple(m.memory_id for m, _, _ in rows),
+                    instruction=tone_instruction(lead_trace.register, anchors, text=lead_memory.text,
+                                                 age_days=age, standing=standing),
+                    source_memory_ids=tuple(m.memory_id for m, _, _ in ordered),
                     standing=standing,
                     intensity=lead_trace.intensity,
-                    valence=min(t.valence for _, t, _ in rows),
+                    valence=min(t.valence for _, t, _ in ordered),
                 )
             )
         constraints.sort(key=lambda c: (-c.intensity, c.source_memory_ids))

@@ -36,7 +36,9 @@ class Engine:
         self.profiles = profiles or ProfileSource()
         self.clock = clock
         self._ingestor = Ingestor(store=store, embedder=embedder)
-        self._writer = TraceWriter(store=store, classifier=classifier, profiles=self.profiles, clock=clock)
+        self._writer = TraceWriter(
+            store=store, classifier=classifier, embedder=embedder, profiles=self.profiles, clock=clock
+        )
         self._recaller = Recaller(store=store, embedder=embedder, profiles=self.profiles, clock=clock)
         self._write_lock = threading.Lock()
 

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from engine.errors import NotFound
 from engine.models import CloseReport, Trace, TraceStatus
-from engine.ports import Classifier, MemoryStore
+from engine.ports import Classifier, Embedder, MemoryStore
 from engine.tuning import ProfileSource
 from traces.write_pass import build_traces
 
@@ -21,9 +21,16 @@ log = logging.getLogger("feltsense.writer")
 
 class TraceWriter:
     def __init__(
-        self, *, store: MemoryStore, classifier: Classifier, profiles: ProfileSource, clock: Callable[[], datetime]
+        self,
+        *,
+        store: MemoryStore,
+        classifier: Classifier,
+        embedder: Embedder,
+        profiles: ProfileSource,
+        clock: Callable[[], datetime],
     ) -> None:
         self._store = store
+        self._embedder = embedder
         self._classifier = classifier
         self._profiles = profiles
         self._clock = clock
@@ -62,6 +69,7 @@ class TraceWriter:
                 profile.write,
                 written_at=written_at,
                 attempts=attempts,
+                embed=self._embedder.embed,
             )
         except Exception as exc:  # any classifier failure: keep the memories, mark their traces pending
             log.warning("write-time pass failed for session %s (attempt %d): %s", session_id, attempts, exc)

@@ -2,7 +2,8 @@
 
 At write time the whole conversation is available, plus behaviour; at read time only a query. So this pass
 does the work ranking depends on (seed 004, "Memory quality is a writing problem"):
-1. the classifier gives each memory a register, valence and intensity;
+1. the classifier gives each memory a register, valence and intensity: those of its most intense sentence, so
+   "Hey Ava. Sorry I've been quiet. My dog Luna died last week." is grief, not the apology it opens with;
 2. anchors are extracted over the whole session, with pronoun references resolved to the names they follow;
 3. engagement is computed from behaviour (length trend, latency, questions back);
 4. episodes are smoothed: a memory that shares an anchor with a more intense memory of the same session carries
@@ -14,18 +15,51 @@ does the work ranking depends on (seed 004, "Memory quality is a writing problem
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import numpy as np
 from numpy.typing import NDArray
 
 from engine.models import Memory, MemoryKind, Trace, TraceStatus, Turn
-from engine.ports import Classifier
+from engine.ports import Classifier, TraceClassification
 from engine.tuning import WriteParams
 from traces.anchors import memory_anchors
 from traces.engagement import engagement
 from traces.facts import extract_facts
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+Embed = Callable[[Sequence[str]], NDArray[np.float32]]
+
+
+def sentences(text: str) -> list[str]:
+    return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def classify_memories(
+    memories: Sequence[Memory], embeddings: NDArray[np.float32], classifier: Classifier, embed: Embed | None
+) -> list[TraceClassification]:
+    """Each memory's classification: the most intense of the whole turn and (with ``embed``) its sentences."""
+    texts = [m.text for m in memories]
+    whole = classifier.classify(texts, embeddings)
+    if len(whole) != len(memories):
+        raise ValueError(f"classifier returned {len(whole)} results for {len(memories)} memories")
+    if embed is None:
+        return list(whole)
+    owners: list[int] = []
+    parts: list[str] = []
+    for i, text in enumerate(texts):
+        split = sentences(text)
+        if len(split) > 1:
+            owners.extend([i] * len(split))
+            parts.extend(split)
+    best = list(whole)
+    if parts:
+        for owner, result in zip(owners, classifier.classify(parts, embed(parts)), strict=True):
+            if result.intensity > best[owner].intensity:
+                best[owner] = result
+    return best
 
 
 def build_traces(
@@ -37,13 +71,15 @@ def build_traces(
     *,
     written_at: datetime,
     attempts: int = 1,
+    embed: Embed | None = None,
 ) -> list[Trace]:
-    """Complete traces for ``memories`` (one session's, in order). Raises whatever the classifier raises."""
+    """Complete traces for ``memories`` (one session's, in order). Raises whatever the classifier raises.
+
+    ``embed`` (the engine's embedder) lets the pass classify sentence by sentence; without it, whole turns.
+    """
     if not memories:
         return []
-    classified = classifier.classify([m.text for m in memories], embeddings)
-    if len(classified) != len(memories):
-        raise ValueError(f"classifier returned {len(classified)} results for {len(memories)} memories")
+    classified = classify_memories(memories, embeddings, classifier, embed)
     character = memories[0].character_id
     anchors = memory_anchors([m.text for m in memories], exclude=[character])
     engaged = engagement(turns)

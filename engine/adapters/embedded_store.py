@@ -99,6 +99,7 @@ class _PartitionIndex:
     _session_array: list[int] = field(default_factory=list)
     _rows: dict[str, int] = field(default_factory=dict)
     _facts: dict[int, set[str]] = field(default_factory=dict)
+    _session_codes_array: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((64, self.dimension), dtype=np.float32)
@@ -148,6 +149,7 @@ class _PartitionIndex:
         if self._arrays is None:
             self._arrays = (np.asarray(self.doc_length, dtype=np.float64),
                             np.asarray(self.created_epoch, dtype=np.float64))
+            self._session_codes_array = np.asarray(self._session_array, dtype=np.int64)
         return self._arrays
 
     def posting(self, term: str) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
@@ -166,7 +168,7 @@ class _PartitionIndex:
         allowed = created <= created_before.timestamp()
         excluded = 0
         if exclude_session is not None and exclude_session in self._session_codes:
-            in_session = np.asarray(self._session_array, dtype=np.int64) == self._session_codes[exclude_session]
+            in_session = self._session_codes_array == self._session_codes[exclude_session]
             excluded = int(np.count_nonzero(in_session & allowed))
             allowed &= ~in_session
         return allowed, excluded

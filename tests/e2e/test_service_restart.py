@@ -1,0 +1,108 @@
+"""The real service, as `make serve` runs it: a process on a loopback port over the embedded default.
+
+Stopping and starting it again must keep every memory and trace (the store is durable in its data directory).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Service:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "eval.cli", "serve", "--port", str(self.port), "--data-dir", str(self.data_dir)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                output = self.process.stdout.read().decode() if self.process.stdout else ""
+                raise AssertionError(f"the service exited early:\n{output}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        raise AssertionError("the service did not come up within 60 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    running = Service(tmp_path / "data")
+    yield running
+    running.stop()
+
+
+LUNA = [
+    ("user", "Hey Ava. Sorry I've been quiet. My dog Luna died last week."),
+    ("character", "Oh no. I'm so sorry. How are you holding up?"),
+    ("user", "Not great honestly. She was fourteen. Luna and I walked in the park every single morning."),
+]
+
+
+def _recall(url: str) -> dict[str, Any]:
+    response = httpx.post(f"{url}/v1/recall", json={
+        "character_id": "ava", "user_id": "tester-1", "message": "I went for a walk in the park this morning.",
+        "session_id": "s2", "at": "2025-03-11T09:00:00Z"}, timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_a_restart_keeps_every_memory_and_trace(service: Service) -> None:
+    service.start()
+    turns = [
+        {"turn_id": f"s1-{i}", "session_id": "s1", "character_id": "ava", "user_id": "tester-1", "role": role,
+         "text": text, "timestamp": f"2025-03-02T18:0{i}:00Z"}
+        for i, (role, text) in enumerate(LUNA)
+    ]
+    assert httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, timeout=30).json()["memories"] == 2
+    closed = httpx.post(f"{service.url}/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"}, timeout=30)
+    assert closed.json()["traces_written"] == 2
+    before = _recall(service.url)
+    assert any("Luna" in m["text"] for m in before["memories"])
+    assert any(c["register"] in {"grief", "sadness"} for c in before["tone_constraints"])
+
+    service.stop()
+    service.start()
+    after = _recall(service.url)
+    assert after["memories"] == before["memories"]  # same memories, same traces, same scores
+    assert after["tone_constraints"] == before["tone_constraints"]
+    again = httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, timeout=30).json()
+    assert again == {"stored": 0, "duplicates": 3, "memories": 0}
