@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -11,6 +12,22 @@ from numpy.typing import NDArray
 
 from engine.models import Candidate, Memory, Partition, Trace, Turn
 from engine.tuning import RetrievalParams
+
+
+@dataclass(frozen=True)
+class ToneCandidates:
+    """A partition's complete emotional traces that qualify for tone rules, as aligned arrays (row i = one memory).
+
+    Arrays rather than objects because a long-lived companion can hold thousands of them, and recall scans them
+    every turn; only the few episodes that become rules are materialised.
+    """
+
+    memory_ids: list[str]
+    episode: NDArray[np.int64]  # equal values = same episode (same session and register)
+    session_ids: list[str]
+    intensity: NDArray[np.float64]
+    valence: NDArray[np.float64]
+    created_epoch: NDArray[np.float64]  # seconds since the Unix epoch
 
 
 class Embedder(Protocol):
@@ -70,11 +87,11 @@ class MemoryStore(Protocol):
 
     def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]: ...
 
-    def toned_traces(
+    def tone_candidates(
         self, partition: Partition, *, min_intensity: float, max_valence: float
-    ) -> list[tuple[Memory, Trace]]:
-        """Complete emotional traces at or above ``min_intensity`` and at or below ``max_valence``, with their
-        memories: the candidates for standing tone rules."""
+    ) -> ToneCandidates:
+        """Complete emotional traces at or above ``min_intensity`` and at or below ``max_valence``: the memories
+        that can carry tone rules."""
         ...
 
     def pending_sessions(self) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -235,32 +234,68 @@ class Recaller:
         episode none of whose memories was recalled is a standing rule once its most intense memory has
         decayed below the standing threshold; until then it simply competes for slots like any memory.
         """
-        rows = [
-            (m, t) for m, t in self._store.toned_traces(
-                partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
-            )
-            if m.created_at <= now and m.session_id != exclude_session
-        ]
-        if not rows:
+        tone = profile.tone
+        found = self._store.tone_candidates(
+            partition, min_intensity=tone.min_intensity, max_valence=tone.max_valence
+        )
+        ages = (now.timestamp() - found.created_epoch) / SECONDS_PER_DAY
+        visible = ages >= 0
+        if exclude_session is not None and exclude_session in found.session_ids:
+            visible &= np.array([sid != exclude_session for sid in found.session_ids], dtype=bool)
+        if not visible.any():
             return (), (), 0
-        ages = np.array([(now - m.created_at).total_seconds() / SECONDS_PER_DAY for m, _ in rows])
-        salience = _salience_of([t for _, t in rows], ages, profile)
-        episodes: dict[tuple[str, str], list[tuple[Memory, Trace, float, float]]] = defaultdict(list)
-        for (memory, trace), age, value in zip(rows, ages, salience, strict=True):
-            episodes[(memory.session_id, trace.register)].append((memory, trace, float(age), float(value)))
-        current: list[list[tuple[Memory, Trace, float]]] = []
-        standing: list[list[tuple[Memory, Trace, float]]] = []
-        for members in episodes.values():
-            lead_salience = max(members, key=lambda r: r[1].intensity)[3]
-            episode = [(m, t, age) for m, t, age, _ in members]
-            if any(m.memory_id in selected_ids for m, _, _, _ in members):
-                current.append(episode)
-            elif lead_salience < profile.tone.standing_rule_salience:
-                standing.append(episode)
+        positions = np.flatnonzero(visible)
+        episode, intensity, ages = found.episode[positions], found.intensity[positions], ages[positions]
+        salience, _ = decayed_salience(
+            intensity, ages, np.ones(len(positions), dtype=bool),
+            per_intensity_squared=profile.scoring.half_life_days_per_intensity_squared,
+            min_half_life_days=profile.scoring.min_half_life_days,
+            factual_salience=profile.scoring.factual_salience,
+            factual_half_life_days=profile.scoring.factual_half_life_days,
+        )
+        # Each episode's lead is its most intense memory (the earliest among equals).
+        order = np.lexsort((ages * -1.0, -intensity, episode))
+        _, first = np.unique(episode[order], return_index=True)
+        leads = order[first]
+        selected_episodes = set()
+        for memory_id in selected_ids:
+            if memory_id not in found.memory_ids:
+                continue
+            where = found.memory_ids.index(memory_id)
+            i = int(np.searchsorted(positions, where))  # positions is sorted
+            if i < len(positions) and positions[i] == where:
+                selected_episodes.add(int(episode[i]))
+        is_selected = np.array([int(episode[i]) in selected_episodes for i in leads], dtype=bool)
+        decayed = salience[leads] < tone.standing_rule_salience
+        standing_leads = leads[decayed & ~is_selected]
+        # The system message stays bounded: the most intense standing episodes (then the most recent) win.
+        standing_leads = standing_leads[np.lexsort((ages[standing_leads], -intensity[standing_leads]))]
+        standing_leads = standing_leads[: tone.max_standing_rules]
+        current_episodes = [int(episode[i]) for i in leads[is_selected]]
+        standing_episodes = [int(episode[i]) for i in standing_leads]
+
+        def members(key: int) -> list[int]:
+            return [int(positions[i]) for i in np.flatnonzero(episode == key)]
+
+        current_rows = [members(key) for key in current_episodes]
+        standing_rows = [members(key) for key in standing_episodes]
+        needed = [found.memory_ids[p] for rows in current_rows + standing_rows for p in rows]
+        memories = {m.memory_id: m for m in self._store.get_memories(needed)}
+        traces = self._store.get_traces(needed)
+
+        def materialise(groups: list[list[int]]) -> list[list[tuple[Memory, Trace, float]]]:
+            return [
+                [(memories[mid], traces[mid], float((now - memories[mid].created_at).total_seconds()
+                                                    / SECONDS_PER_DAY))
+                 for p in group if (mid := found.memory_ids[p]) in memories and mid in traces]
+                for group in groups
+            ]
+
+        kept = materialise(standing_rows)
         return (
-            self._constraints(current, standing=False),
-            self._constraints(standing, standing=True),
-            sum(len(e) for e in standing),
+            self._constraints(materialise(current_rows), standing=False),
+            self._constraints(kept, standing=True),
+            sum(len(e) for e in kept),
         )
 
     @staticmethod
@@ -270,6 +305,8 @@ class Recaller:
         """One constraint per episode; its most intense memory speaks for it."""
         constraints = []
         for rows in episodes:
+            if not rows:
+                continue
             ordered = sorted(rows, key=lambda r: (-r[1].intensity, r[0].created_at))
             lead_memory, lead_trace, age = ordered[0]
             anchors = tuple(dict.fromkeys(a for _, t, _ in ordered for a in t.anchors))

@@ -85,6 +85,10 @@ class ToneParams(_Params):
             "slots and becomes a standing tone rule, in force on every turn from then on"
         ),
     )
+    max_standing_rules: int = Field(
+        default=8, ge=0, le=100,
+        description="most standing rules in one system message; the most intense episodes (then newest) win",
+    )
 
 
 class WriteParams(_Params):

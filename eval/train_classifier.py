@@ -431,7 +431,7 @@ def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
     dev_scores = [macro_f1(dev_targets, model.predict(dev_x)) for model in fitted]
     best = int(np.argmax(dev_scores))
     register_model, register_c = fitted[best], REGISTER_C_GRID[best]
-    log(f"register head: dev macro-F1 {dict(zip(REGISTER_C_GRID, np.round(dev_scores, 4), strict=True))}, "
+    log(f"register head: dev macro-F1 {dict(zip(REGISTER_C_GRID, [round(x, 4) for x in dev_scores], strict=True))}, "
         f"C={register_c} ({time.perf_counter() - started:.0f}s)")
     register_offsets = tune_register_bias(register_model.decision_function(dev_x), dev_targets)
     dense_width = go["train"].features.dense.shape[1]
@@ -496,7 +496,8 @@ def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
     mix_scores = {mix: pearson((1 - mix) * ridge_dev[:, 0] + mix * mlp_dev[:, 0], dev_targets_va[:, 0])
                   for mix in MLP_MIX_GRID}
     mlp_mix = max(mix_scores, key=lambda m: mix_scores[m])
-    log(f"affect heads: ridge alpha {ridge_alpha}, dev valence r by MLP mix {mix_scores} "
+    log(f"affect heads: ridge alpha {ridge_alpha}, dev valence r by MLP mix "
+        f"{ {mix: round(r, 4) for mix, r in mix_scores.items()} } "
         f"({time.perf_counter() - started:.0f}s)")
     valence_stretch = 1.0 / float(np.quantile(np.abs(emobank["train"].valence - 3.0) / 2.0, 0.99))
 

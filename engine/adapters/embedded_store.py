@@ -21,7 +21,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.errors import ConfigurationError, InvalidInput, NotFound
-from engine.models import Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
+from engine.models import REGISTERS, Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
+from engine.ports import ToneCandidates
 from engine.text import terms, words
 from engine.tuning import RetrievalParams
 from scoring.fusion import bm25, bm25_idf, fuse, normalise_similarity
@@ -82,9 +83,13 @@ def _parse_ts(value: str) -> datetime:
 
 @dataclass
 class _PartitionIndex:
-    """Everything stage one needs for one partition, in arrays. Append-only; rebuilt from SQLite on load."""
+    """Everything recall needs for one partition, in memory: stage one's arrays and postings, and the parsed
+    memories and traces (so a recall never parses a row). Append-only; rebuilt from SQLite on first use."""
 
     dimension: int
+    memories: list[Memory] = field(default_factory=list)
+    traces: dict[int, Trace] = field(default_factory=dict)
+    emotional: dict[int, Trace] = field(default_factory=dict)  # complete emotional traces: tone rule candidates
     memory_ids: list[str] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
@@ -100,6 +105,9 @@ class _PartitionIndex:
     _rows: dict[str, int] = field(default_factory=dict)
     _facts: dict[int, set[str]] = field(default_factory=dict)
     _session_codes_array: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _emotional_arrays: (
+        tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]] | None
+    ) = None
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((64, self.dimension), dtype=np.float32)
@@ -113,6 +121,7 @@ class _PartitionIndex:
         self.vectors[row] = vector
         self.size += 1
         self.memory_ids.append(memory.memory_id)
+        self.memories.append(memory)
         self._rows[memory.memory_id] = row
         self.sessions.append(memory.session_id)
         self._session_array.append(self._session_codes.setdefault(memory.session_id, len(self._session_codes)))
@@ -121,13 +130,40 @@ class _PartitionIndex:
         self.doc_length.append(0.0)
         self._index_text(row, memory.text)
 
-    def add_facts(self, memory_id: str, facts: Sequence[str]) -> None:
-        """Teach the lexical leg the words of a memory's facts (once per fact sentence)."""
-        row = self._rows.get(memory_id)
+    def emotional_arrays(
+        self,
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+        """Rows with complete emotional traces, with intensity, valence and an episode key, cached until a trace
+        changes."""
+        if self._emotional_arrays is None:
+            rows = np.array(sorted(self.emotional), dtype=np.intp)
+            traces = [self.emotional[row] for row in rows.tolist()]
+            codes = [self._session_array[row] * len(REGISTERS) + REGISTERS.index(t.register)
+                     for row, t in zip(rows.tolist(), traces, strict=True)]
+            self._emotional_arrays = (
+                rows,
+                np.array([t.intensity for t in traces], dtype=np.float64),
+                np.array([t.valence for t in traces], dtype=np.float64),
+                np.array(codes, dtype=np.int64),
+            )
+        return self._emotional_arrays
+
+    def row_of(self, memory_id: str) -> int | None:
+        return self._rows.get(memory_id)
+
+    def set_trace(self, trace: Trace) -> None:
+        row = self._rows.get(trace.memory_id)
         if row is None:
             return
+        self.traces[row] = trace
+        self._emotional_arrays = None
+        if trace.status is TraceStatus.COMPLETE and trace.kind is MemoryKind.EMOTIONAL:
+            self.emotional[row] = trace
+        else:
+            self.emotional.pop(row, None)
+        # Teach the lexical leg the words of the memory's facts, once per fact sentence.
         seen = self._facts.setdefault(row, set())
-        for fact in facts:
+        for fact in trace.facts:
             if fact not in seen:
                 seen.add(fact)
                 self._index_text(row, fact)
@@ -187,6 +223,7 @@ class EmbeddedStore:
         self._lock = threading.RLock()
         self._dimension = dimension
         self._indexes: dict[tuple[str, str], _PartitionIndex] = {}
+        self._loaded: dict[str, _PartitionIndex] = {}  # memory id -> the loaded partition index holding it
         self._check_model(embedding_model, dimension)
 
     def _check_model(self, model: str, dimension: int) -> None:
@@ -252,6 +289,7 @@ class EmbeddedStore:
                 index = self._indexes.get((memories[i].character_id, memories[i].user_id))
                 if index is not None:
                     index.add(memories[i], vectors[i])
+                    self._loaded[memories[i].memory_id] = index
 
     def put_traces(self, traces: Sequence[Trace]) -> None:
         with self._lock:
@@ -273,14 +311,10 @@ class EmbeddedStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            with_facts = [t for t in traces if t.facts]
-            if with_facts and self._indexes:
-                owners = {m.memory_id: (m.character_id, m.user_id)
-                          for m in self.get_memories([t.memory_id for t in with_facts])}
-                for trace in with_facts:
-                    index = self._indexes.get(owners.get(trace.memory_id, ("", "")))
-                    if index is not None:
-                        index.add_facts(trace.memory_id, trace.facts)
+            for trace in traces:
+                index = self._loaded.get(trace.memory_id)
+                if index is not None:
+                    index.set_trace(trace)
 
     def mark_session_closed(self, session_id: str, closed_at: datetime) -> None:
         with self._lock:
@@ -333,6 +367,9 @@ class EmbeddedStore:
         if not memory_ids:
             return []
         with self._lock:
+            cached = self._cached(memory_ids)
+            if cached is not None:
+                return [index.memories[row] for index, row in cached]
             rows = self._db.execute(
                 f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE memory_id IN "
                 f"({','.join('?' * len(memory_ids))})",
@@ -358,6 +395,10 @@ class EmbeddedStore:
         if not memory_ids:
             return {}
         with self._lock:
+            cached = self._cached(memory_ids)
+            if cached is not None:
+                return {trace.memory_id: trace for index, row in cached
+                        if (trace := index.traces.get(row)) is not None}
             rows = self._db.execute(
                 f"SELECT body FROM traces WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
                 list(memory_ids),
@@ -365,19 +406,34 @@ class EmbeddedStore:
         traces = [Trace.model_validate_json(r[0]) for r in rows]
         return {t.memory_id: t for t in traces}
 
-    def toned_traces(
+    def _cached(self, memory_ids: Sequence[str]) -> list[tuple[_PartitionIndex, int]] | None:
+        """Where each memory sits in a loaded partition index, or None if any is not loaded."""
+        found = []
+        for memory_id in memory_ids:
+            index = self._loaded.get(memory_id)
+            row = None if index is None else index.row_of(memory_id)
+            if index is None or row is None:
+                return None
+            found.append((index, row))
+        return found
+
+    def tone_candidates(
         self, partition: Partition, *, min_intensity: float, max_valence: float
-    ) -> list[tuple[Memory, Trace]]:
+    ) -> ToneCandidates:
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT {', '.join('m.' + c for c in self._MEMORY_COLUMNS.split(', '))}, t.body "
-                "FROM traces t JOIN memories m ON m.memory_id = t.memory_id "
-                "WHERE t.character_id = ? AND t.user_id = ? AND t.kind = ? AND t.intensity >= ? "
-                "AND t.valence <= ? AND t.status = ? ORDER BY m.seq",
-                (partition.character_id, partition.user_id, MemoryKind.EMOTIONAL.value, min_intensity,
-                 max_valence, TraceStatus.COMPLETE.value),
-            ).fetchall()
-        return [(self._memory(r[:8]), Trace.model_validate_json(r[8])) for r in rows]
+            index = self._index(partition)
+            rows, intensity, valence, episode = index.emotional_arrays()
+            keep = (intensity >= min_intensity) & (valence <= max_valence)
+            rows, intensity, valence, episode = rows[keep], intensity[keep], valence[keep], episode[keep]
+            _, created = index.arrays()
+            return ToneCandidates(
+                memory_ids=[index.memory_ids[row] for row in rows.tolist()],
+                episode=episode,
+                session_ids=[index.sessions[row] for row in rows.tolist()],
+                intensity=intensity,
+                valence=valence,
+                created_epoch=created[rows],
+            )
 
     def pending_sessions(self) -> list[str]:
         with self._lock:
@@ -412,8 +468,9 @@ class EmbeddedStore:
             for row in rows:
                 memory = self._memory(row[:8])
                 index.add(memory, np.frombuffer(row[8], dtype=np.float32))
+                self._loaded[memory.memory_id] = index
                 if row[9] is not None:
-                    index.add_facts(memory.memory_id, Trace.model_validate_json(row[9]).facts)
+                    index.set_trace(Trace.model_validate_json(row[9]))
             self._indexes[key] = index
         return index
 

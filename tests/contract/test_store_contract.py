@@ -107,8 +107,11 @@ def test_traces_round_trip_and_feed_tone_queries(store: MemoryStore) -> None:
     flat = Trace(memory_id=memories[1].memory_id, status=TraceStatus.PENDING, written_at=T0)
     store.put_traces([grief, flat])
     assert store.get_traces([m.memory_id for m in memories]) == {grief.memory_id: grief, flat.memory_id: flat}
-    toned = store.toned_traces(PARTITION, min_intensity=0.6, max_valence=-0.25)
-    assert [(m.memory_id, t) for m, t in toned] == [(grief.memory_id, grief)]
+    toned = store.tone_candidates(PARTITION, min_intensity=0.6, max_valence=-0.25)
+    assert toned.memory_ids == [grief.memory_id] and toned.session_ids == ["s1"]
+    assert toned.intensity.tolist() == [0.9] and toned.valence.tolist() == [-0.8]
+    assert toned.created_epoch.tolist() == [memories[0].created_at.timestamp()]
+    assert store.tone_candidates(PARTITION, min_intensity=0.95, max_valence=-0.25).memory_ids == []
 
 
 def test_everything_survives_a_restart(factory: StoreFactory, tmp_path: Path) -> None:
