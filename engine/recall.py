@@ -6,7 +6,7 @@ nothing, plain substring matching answers. The result's trace says which mode an
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -41,10 +41,12 @@ log = logging.getLogger("feltsense.recall")
 SECONDS_PER_DAY = 86400.0
 
 
-def stage_two_params(profile: TuningProfile) -> StageTwoParams:
+@functools.lru_cache(maxsize=256)
+def stage_two_params(profile: TuningProfile, limit: int | None = None) -> StageTwoParams:
+    """The kernel's parameters from a (frozen, hashable) profile; cached, since recall asks every turn."""
     scoring = profile.scoring
     return StageTwoParams(
-        limit=scoring.result_limit,
+        limit=scoring.result_limit if limit is None else limit,
         per_intensity_squared=scoring.half_life_days_per_intensity_squared,
         min_half_life_days=scoring.min_half_life_days,
         factual_salience=scoring.factual_salience,
@@ -117,7 +119,7 @@ class Recaller:
         ids = [c.memory_id for c in candidates]
         memories = {m.memory_id: m for m in self._store.get_memories(ids)}
         traces = self._store.get_traces(ids)
-        recalled, toned = self._stage_two(query, candidates, memories, traces, now, profile, limit=query.limit)
+        recalled, toned = self.stage_two(query, candidates, memories, traces, now, profile, limit=query.limit)
         timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -151,7 +153,7 @@ class Recaller:
             trace=trace,
         )
 
-    def _stage_two(
+    def stage_two(
         self,
         query: RecallQuery,
         candidates: Sequence[Candidate],
@@ -162,31 +164,40 @@ class Recaller:
         *,
         limit: int,
     ) -> tuple[list[RecalledMemory], list[tuple[Memory, Trace, float]]]:
+        """Stage two as recall runs it: arrays from the traces, anchor matching, the numpy kernel, results."""
         candidates = [c for c in candidates if c.memory_id in memories]
         if not candidates:
             return [], []
-        complete = [
-            t if (t := traces.get(c.memory_id)) is not None and t.status is TraceStatus.COMPLETE else None
-            for c in candidates
-        ]
-        message_terms = terms(query.message)
-        matches = [matched_anchors(message_terms, t.anchors) if t else () for t in complete]
-        relevance = np.array([c.relevance for c in candidates], dtype=np.float64)
-        intensity = np.array([t.intensity if t else 0.0 for t in complete], dtype=np.float64)
-        valence = np.array([t.valence if t else 0.0 for t in complete], dtype=np.float64)
-        emotional = np.array([bool(t and t.kind is MemoryKind.EMOTIONAL) for t in complete])
-        ages = np.array(
-            [(now - memories[c.memory_id].created_at).total_seconds() / SECONDS_PER_DAY for c in candidates],
-            dtype=np.float64,
-        )
-        anchor_hit = np.array([bool(m) for m in matches])
+        message_terms = frozenset(terms(query.message))
+        now_epoch = now.timestamp()
+        n = len(candidates)
+        complete: list[Trace | None] = []
+        matches: list[tuple[str, ...]] = []
+        relevance_, intensity_, valence_, created_, emotional_ = [], [], [], [], []
+        for candidate in candidates:
+            relevance_.append(candidate.relevance)
+            created_.append(memories[candidate.memory_id].created_at.timestamp())
+            trace = traces.get(candidate.memory_id)
+            if trace is None or trace.status is not TraceStatus.COMPLETE:
+                trace = None  # an untraced memory ranks on relevance alone
+            complete.append(trace)
+            intensity_.append(trace.intensity if trace else 0.0)
+            valence_.append(trace.valence if trace else 0.0)
+            emotional_.append(trace is not None and trace.kind is MemoryKind.EMOTIONAL)
+            matches.append(matched_anchors(message_terms, trace.anchors) if trace and trace.anchors else ())
+        relevance = np.array(relevance_)
+        intensity = np.array(intensity_)
+        valence = np.array(valence_)
+        ages = (now_epoch - np.array(created_)) / SECONDS_PER_DAY
+        emotional = np.array(emotional_, dtype=bool)
+        anchor_hit = np.array([bool(m) for m in matches], dtype=bool)
         # Hooks for the shared layers (strength, scope): neutral until those layers fill them.
-        strength = np.ones(len(candidates))
-        scope_weight = np.ones(len(candidates))
+        strength = np.ones(n)
+        scope_weight = np.ones(n)
 
         ranked = stage_two(
             relevance, intensity, valence, ages, emotional, anchor_hit, strength, scope_weight,
-            dataclasses.replace(stage_two_params(profile), limit=limit),
+            stage_two_params(profile, limit),
         )
         recalled: list[RecalledMemory] = []
         toned_selected: list[tuple[Memory, Trace, float]] = []

@@ -7,7 +7,7 @@ the user's message always compare equal when they should ("walked" ~ "walk", "do
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from functools import lru_cache
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 
@@ -60,17 +60,21 @@ def terms(text: str) -> list[str]:
     return [stem(w) for w in words(text) if w not in STOPWORDS]
 
 
+@lru_cache(maxsize=65_536)
 def anchor_key(anchor: str) -> tuple[str, ...]:
     """The comparable form of an anchor: its index terms ("the park" -> ("park",))."""
     return tuple(terms(anchor))
 
 
-def matched_anchors(message_terms: Iterable[str], anchors: Iterable[str]) -> tuple[str, ...]:
-    """Anchors all of whose terms occur in the message (given as index terms)."""
-    present = set(message_terms)
-    found: list[str] = []
-    for anchor in anchors:
-        key = anchor_key(anchor)
-        if key and all(term in present for term in key):
-            found.append(anchor)
-    return tuple(found)
+@lru_cache(maxsize=65_536)
+def _anchor_index(anchors: tuple[str, ...]) -> tuple[frozenset[str], tuple[tuple[str, tuple[str, ...]], ...]]:
+    keyed = tuple((anchor, key) for anchor in anchors if (key := anchor_key(anchor)))
+    return frozenset(term for _, key in keyed for term in key), keyed
+
+
+def matched_anchors(message_terms: frozenset[str], anchors: tuple[str, ...]) -> tuple[str, ...]:
+    """Anchors all of whose terms occur in the message (given as the set of its index terms)."""
+    every_term, keyed = _anchor_index(anchors)
+    if message_terms.isdisjoint(every_term):  # the common case, answered without looking at each anchor
+        return ()
+    return tuple(anchor for anchor, key in keyed if message_terms.issuperset(key))

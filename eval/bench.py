@@ -91,6 +91,7 @@ def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
     slow_samples = _time_us(lambda: stage_two_reference(*listed, params), iterations)
     median, p99 = _percentiles(fast_samples)
     reference_median, reference_p99 = _percentiles(slow_samples)
+    engine_median, engine_p99 = _percentiles(_engine_stage_two_samples(iterations, seed))
     return {
         "candidates": CANDIDATES,
         "limit": params.limit,
@@ -100,7 +101,45 @@ def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
         "reference_median_us": round(reference_median, 2),
         "reference_p99_us": round(reference_p99, 2),
         "rankings_identical_cases": len(cases),
+        "engine_median_us": round(engine_median, 2),
+        "engine_p99_us": round(engine_p99, 2),
     }
+
+
+def _engine_stage_two_samples(iterations: int, seed: int) -> list[float]:
+    """Stage two as recall runs it, 40 -> 6: arrays from 40 traces, anchor matching, the kernel, 6 results."""
+    from engine.adapters.hashing_embedder import HashingEmbedder
+    from engine.models import Candidate, Leg, Memory, MemoryKind, Trace, TraceStatus
+    from engine.recall import Recaller
+    from engine.tuning import ProfileSource
+
+    rng = random.Random(seed)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    memories, traces, candidates = {}, {}, []
+    for i in range(CANDIDATES):
+        memory_id = f"m{i}"
+        memories[memory_id] = Memory(memory_id=memory_id, turn_id=f"t{i}", session_id=f"s{i % 7}",
+                                     character_id="ava", user_id="u", text=f"memory {i} about the park and Luna",
+                                     created_at=start + timedelta(days=rng.random() * 120))
+        emotional = rng.random() < 0.5
+        traces[memory_id] = Trace(
+            memory_id=memory_id, status=TraceStatus.COMPLETE, register="grief" if emotional else "neutral",
+            valence=rng.uniform(-1, 1), intensity=rng.random(), anchors=(rng.choice(_OBJECTS), "Luna", "dog"),
+            kind=MemoryKind.EMOTIONAL if emotional else MemoryKind.FACTUAL, written_at=start,
+        )
+        candidates.append(Candidate(memory_id=memory_id, relevance=rng.random(), legs=(Leg.VECTOR,)))
+    recaller = Recaller(store=None, embedder=HashingEmbedder(), profiles=ProfileSource(),  # type: ignore[arg-type]
+                        clock=lambda: start)
+    query = RecallQuery(character_id="ava", user_id="u", message="I walked Luna past the garden today")
+    profile = ProfileSource().profile_for("ava")
+    now = start + timedelta(days=130)
+
+    def run() -> object:
+        return recaller.stage_two(query, candidates, memories, traces, now, profile, limit=6)
+
+    for _ in range(200):
+        run()
+    return _time_us(run, iterations)
 
 
 _SUBJECTS = ["my sister", "my boss", "the dog", "my mom", "my friend Sam", "our neighbour", "my partner",
