@@ -90,6 +90,8 @@ class _PartitionIndex:
     memories: list[Memory] = field(default_factory=list)
     traces: dict[int, Trace] = field(default_factory=dict)
     emotional: dict[int, Trace] = field(default_factory=dict)  # complete emotional traces: tone rule candidates
+    tone_cache: dict[tuple[float, float], ToneCandidates] = field(default_factory=dict)
+    average_doc_length: float = 0.0
     memory_ids: list[str] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
@@ -157,6 +159,7 @@ class _PartitionIndex:
             return
         self.traces[row] = trace
         self._emotional_arrays = None
+        self.tone_cache.clear()
         if trace.status is TraceStatus.COMPLETE and trace.kind is MemoryKind.EMOTIONAL:
             self.emotional[row] = trace
         else:
@@ -186,6 +189,8 @@ class _PartitionIndex:
             self._arrays = (np.asarray(self.doc_length, dtype=np.float64),
                             np.asarray(self.created_epoch, dtype=np.float64))
             self._session_codes_array = np.asarray(self._session_array, dtype=np.int64)
+            self.average_doc_length = float(self._arrays[0].mean()) if self.size else 0.0
+            self.tone_cache.clear()  # created_epoch grew
         return self._arrays
 
     def posting(self, term: str) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
@@ -422,11 +427,14 @@ class EmbeddedStore:
     ) -> ToneCandidates:
         with self._lock:
             index = self._index(partition)
+            cached = index.tone_cache.get((min_intensity, max_valence))
+            if cached is not None:
+                return cached
             rows, intensity, valence, episode = index.emotional_arrays()
             keep = (intensity >= min_intensity) & (valence <= max_valence)
             rows, intensity, valence, episode = rows[keep], intensity[keep], valence[keep], episode[keep]
             _, created = index.arrays()
-            return ToneCandidates(
+            found = ToneCandidates(
                 memory_ids=[index.memory_ids[row] for row in rows.tolist()],
                 episode=episode,
                 session_ids=[index.sessions[row] for row in rows.tolist()],
@@ -434,6 +442,8 @@ class EmbeddedStore:
                 valence=valence,
                 created_epoch=created[rows],
             )
+            index.tone_cache[(min_intensity, max_valence)] = found
+            return found
 
     def pending_sessions(self) -> list[str]:
         with self._lock:
@@ -511,6 +521,10 @@ class EmbeddedStore:
             hits = vector_hit | lexical_hit
             counts["dropped_below_floor"] = int(np.count_nonzero(hits & ~keep))
             rows = np.flatnonzero(keep)
+            if len(rows) > params.candidates:
+                # Keep everything that ties with the 40th, so the stable sort below decides ties by insertion order.
+                cutoff = np.partition(relevance[rows], len(rows) - params.candidates)[len(rows) - params.candidates]
+                rows = rows[relevance[rows] >= cutoff]
             # Best first; ties by insertion order, so the same store answers the same query the same way.
             rows = rows[np.argsort(-relevance[rows], kind="stable")][: params.candidates]
             counts["fused"] = len(rows)
@@ -536,7 +550,7 @@ class EmbeddedStore:
         if not query_terms:
             return scores
         doc_length, _ = index.arrays()
-        average = float(doc_length.mean()) if n else 0.0
+        average = index.average_doc_length
         idf_mass = 0.0
         for term in query_terms:
             posting = index.posting(term)
