@@ -34,8 +34,7 @@ from engine.text import matched_anchors, terms
 from engine.tuning import ProfileSource, TuningProfile
 from prompts.context import assemble
 from prompts.wording import tone_instruction
-from scoring.decay import salience as decayed_salience
-from scoring.rerank import StageTwoParams, stage_two
+from scoring.rerank import StageTwoParams, salience_for, stage_two
 
 log = logging.getLogger("feltsense.recall")
 SECONDS_PER_DAY = 86400.0
@@ -57,20 +56,6 @@ def stage_two_params(profile: TuningProfile, limit: int | None = None) -> StageT
         tone_max_valence=profile.tone.max_valence,
         standing_rule_salience=profile.tone.standing_rule_salience,
     )
-
-
-def _salience_of(traces: Sequence[Trace | None], ages: np.ndarray, profile: TuningProfile) -> np.ndarray:
-    scoring = profile.scoring
-    intensity = np.array([t.intensity if t else 0.0 for t in traces], dtype=np.float64)
-    emotional = np.array([bool(t and t.kind is MemoryKind.EMOTIONAL) for t in traces])
-    value, _ = decayed_salience(
-        intensity, ages, emotional,
-        per_intensity_squared=scoring.half_life_days_per_intensity_squared,
-        min_half_life_days=scoring.min_half_life_days,
-        factual_salience=scoring.factual_salience,
-        factual_half_life_days=scoring.factual_half_life_days,
-    )
-    return value
 
 
 class Recaller:
@@ -257,13 +242,7 @@ class Recaller:
             return (), (), 0
         positions = np.flatnonzero(visible)
         episode, intensity, ages = found.episode[positions], found.intensity[positions], ages[positions]
-        salience, _ = decayed_salience(
-            intensity, ages, np.ones(len(positions), dtype=bool),
-            per_intensity_squared=profile.scoring.half_life_days_per_intensity_squared,
-            min_half_life_days=profile.scoring.min_half_life_days,
-            factual_salience=profile.scoring.factual_salience,
-            factual_half_life_days=profile.scoring.factual_half_life_days,
-        )
+        salience, _ = salience_for(intensity, ages, np.ones(len(positions), dtype=bool), stage_two_params(profile))
         # Each episode's lead is its most intense memory (the earliest among equals).
         order = np.lexsort((ages * -1.0, -intensity, episode))
         _, first = np.unique(episode[order], return_index=True)

@@ -45,6 +45,21 @@ class StageTwoResult:
     standing: NDArray[np.bool_]  # toned and decayed: a standing rule, left out of ``order``
 
 
+def salience_for(
+    intensity: F64, age_days: F64, is_emotional: NDArray[np.bool_], params: StageTwoParams
+) -> tuple[F64, F64]:
+    """Salience and half-life per memory with the profile's decay constants."""
+    return decayed_salience(
+        intensity,
+        age_days,
+        is_emotional,
+        per_intensity_squared=params.per_intensity_squared,
+        min_half_life_days=params.min_half_life_days,
+        factual_salience=params.factual_salience,
+        factual_half_life_days=params.factual_half_life_days,
+    )
+
+
 def stage_two(
     relevance: F64,
     intensity: F64,
@@ -56,15 +71,7 @@ def stage_two(
     scope_weight: F64,
     params: StageTwoParams,
 ) -> StageTwoResult:
-    salience, half_life = decayed_salience(
-        intensity,
-        age_days,
-        is_emotional,
-        per_intensity_squared=params.per_intensity_squared,
-        min_half_life_days=params.min_half_life_days,
-        factual_salience=params.factual_salience,
-        factual_half_life_days=params.factual_half_life_days,
-    )
+    salience, half_life = salience_for(intensity, age_days, is_emotional, params)
     salience_weight = params.salience_base + (1.0 - params.salience_base) * salience
     boost = np.where(anchor_hit, params.anchor_boost, 1.0)
     score = relevance * salience_weight * boost * strength * scope_weight
