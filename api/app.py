@@ -117,12 +117,10 @@ def create_app(engine: Engine, *, retry_interval_s: float = 30.0) -> Litestar:
         async def loop() -> None:
             while True:
                 await asyncio.sleep(retry_interval_s)
-                try:
-                    done = await asyncio.to_thread(engine.retry_pending)
-                    if done:
-                        log.info("completed %d pending traces", done)
-                except Exception:  # the loop must outlive one bad attempt; the error is logged
-                    log.exception("retrying pending traces failed")
+                done = await asyncio.to_thread(engine.background_pass)
+                if any(done.values()):
+                    log.info("background pass: %d vectors backfilled, %d pending traces written",
+                             done["vectors"], done["traces"])
 
         task = asyncio.create_task(loop())
         try:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 
 from engine.errors import InvalidInput
 from engine.models import IngestReport, Memory, Trace, TraceStatus, Turn
 from engine.ports import Embedder, MemoryStore
+
+log = logging.getLogger("feltsense.ingest")
 
 
 def memory_id_for(turn_id: str) -> str:
@@ -22,12 +25,18 @@ class Ingestor:
 
     def ingest(self, turns: Sequence[Turn]) -> IngestReport:
         if not turns:
-            return IngestReport(stored=0, duplicates=0, memories=0)
+            return IngestReport(stored=0, duplicates=0, memories=0, awaiting_embedding=0)
         self._check_sessions(turns)
-        # Embed before storing anything: if the embedder fails, the call fails whole and the caller retries;
-        # a turn is never acknowledged without its memory.
         user_turns = [t for t in turns if t.role == "user"]
-        vectors = self._embedder.embed([t.text for t in user_turns]) if user_turns else None
+        vectors = None
+        if user_turns:
+            try:
+                vectors = self._embedder.embed([t.text for t in user_turns])
+            except Exception as exc:
+                # A provider outage must not lose a turn: store it now, searchable lexically, and let the
+                # background backfill embed it when the embedder is back.
+                log.warning("embedder failed at ingest; storing %d memories without vectors: %s",
+                            len(user_turns), exc)
         fresh = self._store.add_turns(turns)
         new_ids = {t.turn_id for t, is_new in zip(turns, fresh, strict=True) if is_new}
         memories: list[Memory] = []
@@ -49,10 +58,23 @@ class Ingestor:
                 )
             )
             rows.append(row)
-        if memories and vectors is not None:
-            self._store.add_memories(memories, vectors[rows])
+        if memories:
+            self._store.add_memories(memories, None if vectors is None else vectors[rows])
             self._mark_late_turns(memories)
-        return IngestReport(stored=len(new_ids), duplicates=len(turns) - len(new_ids), memories=len(memories))
+        return IngestReport(
+            stored=len(new_ids),
+            duplicates=len(turns) - len(new_ids),
+            memories=len(memories),
+            awaiting_embedding=len(memories) if vectors is None else 0,
+        )
+
+    def backfill(self, limit: int = 256) -> int:
+        """Embed memories stored while the embedder was down; returns how many got their vectors."""
+        memories = self._store.unembedded(limit)
+        if not memories:
+            return 0
+        self._store.set_vectors([m.memory_id for m in memories], self._embedder.embed([m.text for m in memories]))
+        return len(memories)
 
     def _check_sessions(self, turns: Sequence[Turn]) -> None:
         owners: dict[str, tuple[str, str]] = {}

@@ -225,9 +225,12 @@ class RecallResult(Frozen):
 
 
 class IngestReport(Frozen):
-    stored: int
-    duplicates: int
-    memories: int
+    stored: int = Field(description="turns stored by this call")
+    duplicates: int = Field(description="turns already stored (same turn id): not stored again")
+    memories: int = Field(description="memories made from the new user turns")
+    awaiting_embedding: int = Field(
+        default=0, description="memories stored while the embedder was down: lexical only until backfilled"
+    )
 
 
 class CloseReport(Frozen):

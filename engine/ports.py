@@ -54,12 +54,34 @@ class TraceClassification(Protocol):
     @property
     def intensity(self) -> float: ...
 
-
-class Classifier(Protocol):
-    """Classifies memories at write time. ``embeddings`` are the memories' own vectors, already computed."""
+    @property
+    def anchors(self) -> tuple[str, ...]:
+        """Anchors the classifier found (a model that reads the session can); merged with the extracted ones."""
+        ...
 
     @property
-    def name(self) -> str: ...
+    def facts(self) -> tuple[str, ...]:
+        """Durable facts, one sentence each; merged with the extracted ones."""
+        ...
+
+
+class Classifier(Protocol):
+    """Classifies one closed session's memories at write time, in conversation order (one call per session).
+
+    ``embeddings`` are the memories' own vectors, already computed; a classifier that does not use them ignores
+    them. Raise any exception on failure: the memories stay stored with pending traces and are retried.
+    """
+
+    @property
+    def name(self) -> str:
+        """name@version, written into every trace."""
+        ...
+
+    @property
+    def per_sentence(self) -> bool:
+        """True for a sentence-level model: the write-time pass then also classifies each sentence of a memory
+        and keeps the most intense. A model that reads the whole session at once says False."""
+        ...
 
     def classify(
         self, texts: Sequence[str], embeddings: NDArray[np.float32]
@@ -73,7 +95,16 @@ class MemoryStore(Protocol):
         """Store turns idempotently by turn id; True for each turn that was new."""
         ...
 
-    def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32]) -> None: ...
+    def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32] | None) -> None:
+        """Store memories idempotently by memory id. ``vectors`` None: the embedder was down; the memories are
+        searchable lexically until ``set_vectors`` fills them in."""
+        ...
+
+    def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None: ...
+
+    def unembedded(self, limit: int) -> list[Memory]:
+        """Memories stored without a vector, oldest first."""
+        ...
 
     def get_turns(self, session_id: str) -> list[Turn]: ...
 
@@ -81,7 +112,9 @@ class MemoryStore(Protocol):
 
     def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]: ...
 
-    def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]: ...
+    def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:
+        """One row per id, in order; a row of NaN for a memory stored without a vector."""
+        ...
 
     def put_traces(self, traces: Sequence[Trace]) -> None: ...
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -12,6 +13,8 @@ from engine.ports import Classifier, Embedder, MemoryStore
 from engine.recall import Recaller
 from engine.tuning import ProfileSource
 from engine.writer import TraceWriter
+
+log = logging.getLogger("feltsense.engine")
 
 
 def utc_now() -> datetime:
@@ -56,6 +59,21 @@ class Engine:
         """Retry the write-time pass for closed sessions with pending traces; returns traces completed."""
         with self._write_lock:
             return self._writer.retry_pending()
+
+    def backfill_vectors(self, limit: int = 256) -> int:
+        """Embed memories stored while the embedder was down; returns how many got vectors."""
+        with self._write_lock:
+            return self._ingestor.backfill(limit)
+
+    def background_pass(self) -> dict[str, int]:
+        """What the background loop runs: backfill vectors, then retry pending traces. Never raises."""
+        done = {"vectors": 0, "traces": 0}
+        for key, job in (("vectors", self.backfill_vectors), ("traces", self.retry_pending)):
+            try:
+                done[key] = job()
+            except Exception as exc:  # a provider still down: try again next time
+                log.warning("background %s pass failed: %s", key, exc)
+        return done
 
     def recall(self, query: RecallQuery) -> RecallResult:
         return self._recaller.recall(query)

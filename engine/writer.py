@@ -10,8 +10,11 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+import numpy as np
+from numpy.typing import NDArray
+
 from engine.errors import NotFound
-from engine.models import CloseReport, Trace, TraceStatus
+from engine.models import CloseReport, Memory, Trace, TraceStatus
 from engine.ports import Classifier, Embedder, MemoryStore
 from engine.tuning import ProfileSource
 from traces.write_pass import build_traces
@@ -48,6 +51,16 @@ class TraceWriter:
             completed += self._write(session_id, written_at=self._clock(), retry=True).traces_written
         return completed
 
+    def _vectors(self, memories: list[Memory]) -> NDArray[np.float32]:
+        """The memories' vectors, embedding now any that were stored while the embedder was down."""
+        vectors = self._store.get_vectors([m.memory_id for m in memories])
+        missing = np.flatnonzero(np.isnan(vectors).any(axis=1))
+        if len(missing):
+            fresh = self._embedder.embed([memories[i].text for i in missing])
+            self._store.set_vectors([memories[i].memory_id for i in missing], fresh)
+            vectors[missing] = fresh
+        return vectors
+
     def _write(self, session_id: str, *, written_at: datetime, retry: bool = False) -> CloseReport:
         memories = self._store.session_memories(session_id)
         if not memories:
@@ -64,7 +77,7 @@ class TraceWriter:
             traces = build_traces(
                 memories,
                 self._store.get_turns(session_id),
-                self._store.get_vectors([m.memory_id for m in memories]),
+                self._vectors(memories),
                 self._classifier,
                 profile.write,
                 written_at=written_at,

@@ -14,12 +14,15 @@ class FakeClassification:
     register: str
     valence: float
     intensity: float
+    anchors: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()
 
 
 class KeywordClassifier:
     """A deterministic classifier by keyword, so engine tests do not depend on trained weights."""
 
     name = "keyword-fake@1"
+    per_sentence = False
     RULES: tuple[tuple[tuple[str, ...], FakeClassification], ...] = (
         (("died", "passed away", "funeral", "miss her", "miss him"), FakeClassification("grief", -0.85, 0.9)),
         (("sad", "not great", "lonely"), FakeClassification("sadness", -0.6, 0.6)),
@@ -47,6 +50,7 @@ class BrokenClassifier:
     """Fails like a provider outage would."""
 
     name = "broken@1"
+    per_sentence = False
 
     def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[FakeClassification]:
         raise ConnectionError("classifier unreachable")

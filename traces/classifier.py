@@ -99,6 +99,8 @@ class Classification:
     valence: float  # [-1, 1]
     intensity: float  # [0, 1]
     register_scores: dict[str, float]  # probability per register
+    anchors: tuple[str, ...] = ()  # this classifier finds none; the write-time pass extracts them
+    facts: tuple[str, ...] = ()  # likewise
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,11 @@ class LocalClassifier:
     @property
     def name(self) -> str:
         return f"feltsense-local@{self._version}"
+
+    @property
+    def per_sentence(self) -> bool:
+        """A sentence-level model: the write-time pass classifies each sentence and keeps the most intense."""
+        return True
 
     def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[Classification]:
         predictions = self.predict(texts, embeddings)

@@ -79,9 +79,14 @@ def build_traces(
     """
     if not memories:
         return []
-    classified = classify_memories(memories, embeddings, classifier, embed)
+    classified = classify_memories(memories, embeddings, classifier, embed if classifier.per_sentence else None)
     character = memories[0].character_id
-    anchors = memory_anchors([m.text for m in memories], exclude=[character])
+    extracted = memory_anchors([m.text for m in memories], exclude=[character])
+    # Anchors a model found join the extracted ones (a model reads coreference and paraphrase better).
+    anchors = [
+        tuple(dict.fromkeys([*own, *(a for a in c.anchors if a.lower() != character.lower())]))
+        for own, c in zip(extracted, classified, strict=True)
+    ]
     engaged = engagement(turns)
 
     registers: list[str] = [c.register for c in classified]
@@ -112,7 +117,7 @@ def build_traces(
                 intensity=intensity,
                 engagement=engaged.get(memory.turn_id, 0.0),
                 anchors=anchors[i],
-                facts=extract_facts(memory.text),
+                facts=tuple(dict.fromkeys([*extract_facts(memory.text), *classified[i].facts])),
                 kind=MemoryKind.EMOTIONAL if emotional else MemoryKind.FACTUAL,
                 written_at=written_at,
                 classifier=classifier.name,

@@ -50,10 +50,11 @@ CREATE TABLE IF NOT EXISTS memories (
     text TEXT NOT NULL,
     context TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    vector BLOB NOT NULL
+    vector BLOB
 );
 CREATE INDEX IF NOT EXISTS memories_partition ON memories (character_id, user_id, seq);
 CREATE INDEX IF NOT EXISTS memories_session ON memories (session_id, seq);
+CREATE INDEX IF NOT EXISTS memories_unembedded ON memories (seq) WHERE vector IS NULL;
 CREATE TABLE IF NOT EXISTS traces (
     memory_id TEXT PRIMARY KEY,
     character_id TEXT NOT NULL,
@@ -105,6 +106,8 @@ class _PartitionIndex:
     _session_codes: dict[str, int] = field(default_factory=dict)
     _session_array: list[int] = field(default_factory=list)
     _rows: dict[str, int] = field(default_factory=dict)
+    has_vector: list[bool] = field(default_factory=list)  # False while the embedder was down at ingest
+    _has_vector_array: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     _facts: dict[int, set[str]] = field(default_factory=dict)
     _session_codes_array: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _emotional_arrays: (
@@ -114,13 +117,15 @@ class _PartitionIndex:
     def __post_init__(self) -> None:
         self.vectors = np.zeros((64, self.dimension), dtype=np.float32)
 
-    def add(self, memory: Memory, vector: NDArray[np.float32]) -> None:
+    def add(self, memory: Memory, vector: NDArray[np.float32] | None) -> None:
         row = self.size
         if row == self.vectors.shape[0]:
             grown = np.zeros((self.vectors.shape[0] * 2, self.dimension), dtype=np.float32)
             grown[:row] = self.vectors[:row]
             self.vectors = grown
-        self.vectors[row] = vector
+        if vector is not None:
+            self.vectors[row] = vector
+        self.has_vector.append(vector is not None)
         self.size += 1
         self.memory_ids.append(memory.memory_id)
         self.memories.append(memory)
@@ -131,6 +136,10 @@ class _PartitionIndex:
         self.created_epoch.append(memory.created_at.timestamp())
         self.doc_length.append(0.0)
         self._index_text(row, memory.text)
+
+    def embedded_mask(self) -> NDArray[np.bool_]:
+        self.arrays()
+        return self._has_vector_array
 
     def emotional_arrays(
         self,
@@ -149,6 +158,13 @@ class _PartitionIndex:
                 np.array(codes, dtype=np.int64),
             )
         return self._emotional_arrays
+
+    def set_vector(self, memory_id: str, vector: NDArray[np.float32]) -> None:
+        row = self._rows.get(memory_id)
+        if row is not None:
+            self.vectors[row] = vector
+            self.has_vector[row] = True
+            self._arrays = None
 
     def row_of(self, memory_id: str) -> int | None:
         return self._rows.get(memory_id)
@@ -189,6 +205,7 @@ class _PartitionIndex:
             self._arrays = (np.asarray(self.doc_length, dtype=np.float64),
                             np.asarray(self.created_epoch, dtype=np.float64))
             self._session_codes_array = np.asarray(self._session_array, dtype=np.int64)
+            self._has_vector_array = np.asarray(self.has_vector, dtype=bool)
             self.average_doc_length = float(self._arrays[0].mean()) if self.size else 0.0
             self.tone_cache.clear()  # created_epoch grew
         return self._arrays
@@ -267,10 +284,10 @@ class EmbeddedStore:
                 raise
         return new
 
-    def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32]) -> None:
-        if len(memories) != len(vectors):
+    def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32] | None) -> None:
+        if vectors is not None and len(memories) != len(vectors):
             raise InvalidInput(f"{len(memories)} memories but {len(vectors)} vectors", field="vectors")
-        if len(memories) and vectors.shape[1] != self._dimension:
+        if vectors is not None and len(memories) and vectors.shape[1] != self._dimension:
             raise InvalidInput(f"vectors are {vectors.shape[1]}-d, the store holds {self._dimension}-d")
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
@@ -282,7 +299,7 @@ class EmbeddedStore:
                         "text, context, created_at, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (memory.memory_id, memory.turn_id, memory.session_id, memory.character_id,
                          memory.user_id, memory.text, memory.context, _ts(memory.created_at),
-                         np.ascontiguousarray(vectors[i], dtype=np.float32).tobytes()),
+                         None if vectors is None else np.ascontiguousarray(vectors[i], dtype=np.float32).tobytes()),
                     )
                     if cursor.rowcount == 1:
                         added.append(i)
@@ -293,8 +310,35 @@ class EmbeddedStore:
             for i in added:
                 index = self._indexes.get((memories[i].character_id, memories[i].user_id))
                 if index is not None:
-                    index.add(memories[i], vectors[i])
+                    index.add(memories[i], None if vectors is None else vectors[i])
                     self._loaded[memories[i].memory_id] = index
+
+    def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
+        if len(memory_ids) != len(vectors):
+            raise InvalidInput(f"{len(memory_ids)} ids but {len(vectors)} vectors", field="vectors")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "UPDATE memories SET vector = ? WHERE memory_id = ?",
+                    [(np.ascontiguousarray(v, dtype=np.float32).tobytes(), m)
+                     for m, v in zip(memory_ids, vectors, strict=True)],
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            for memory_id, vector in zip(memory_ids, vectors, strict=True):
+                index = self._loaded.get(memory_id)
+                if index is not None:
+                    index.set_vector(memory_id, vector)
+
+    def unembedded(self, limit: int) -> list[Memory]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE vector IS NULL ORDER BY seq LIMIT ?", (limit,)
+            ).fetchall()
+        return [self._memory(r) for r in rows]
 
     def put_traces(self, traces: Sequence[Trace]) -> None:
         with self._lock:
@@ -394,7 +438,9 @@ class EmbeddedStore:
                     list(memory_ids),
                 ).fetchall()
             )
-        return np.stack([np.frombuffer(rows[m], dtype=np.float32) for m in memory_ids])
+        missing = np.full(self._dimension, np.nan, dtype=np.float32)
+        return np.stack([missing if rows.get(m) is None else np.frombuffer(rows[m], dtype=np.float32)
+                         for m in memory_ids])
 
     def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]:
         if not memory_ids:
@@ -477,7 +523,7 @@ class EmbeddedStore:
             ).fetchall()
             for row in rows:
                 memory = self._memory(row[:8])
-                index.add(memory, np.frombuffer(row[8], dtype=np.float32))
+                index.add(memory, None if row[8] is None else np.frombuffer(row[8], dtype=np.float32))
                 self._loaded[memory.memory_id] = index
                 if row[9] is not None:
                     index.set_trace(Trace.model_validate_json(row[9]))
@@ -505,7 +551,7 @@ class EmbeddedStore:
             if query_vector is not None:
                 cosine = (index.vectors[:n] @ query_vector.astype(np.float32)).astype(np.float64)
             lexical = self._bm25(index, query_text, params)
-            vector_hit = allowed & (cosine >= params.vector_min_similarity)
+            vector_hit = allowed & index.embedded_mask() & (cosine >= params.vector_min_similarity)
             lexical_hit = allowed & (lexical > 0.0)
             relevance, keep = fuse(
                 normalise_similarity(cosine, min_similarity=params.vector_min_similarity,

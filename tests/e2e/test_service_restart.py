@@ -105,4 +105,4 @@ def test_a_restart_keeps_every_memory_and_trace(service: Service) -> None:
     assert after["memories"] == before["memories"]  # same memories, same traces, same scores
     assert after["tone_constraints"] == before["tone_constraints"]
     again = httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, timeout=30).json()
-    assert again == {"stored": 0, "duplicates": 3, "memories": 0}
+    assert (again["stored"], again["duplicates"], again["memories"]) == (0, 3, 0)

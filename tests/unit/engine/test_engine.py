@@ -156,3 +156,21 @@ def test_every_ranking_is_explained_by_its_components(hashing_engine: Engine) ->
         c = memory.components
         assert c.score == pytest.approx(c.relevance * c.salience_weight * c.anchor_boost * c.strength
                                         * c.scope_weight)
+
+
+def test_an_embedder_outage_at_ingest_loses_no_turn(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    down = Engine(store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
+    report = down.ingest(turns("s1", LUNA))
+    assert (report.stored, report.memories, report.awaiting_embedding) == (5, 3, 3)
+    assert down.background_pass() == {"vectors": 0, "traces": 0}  # still down: nothing done, nothing raised
+    found = recall(down, "walked in the park", days=1)
+    assert found.trace.mode == "lexical" and any("park" in m.text for m in found.memories)
+
+    up = Engine(store=store, embedder=embedder, classifier=KeywordClassifier())
+    assert up.close_session("s1").traces_written == 3  # the write-time pass embeds what it needs first
+    assert up.backfill_vectors() == 0 and store.unembedded(10) == []
+    healed = recall(up, "walked in the park", days=1)
+    assert healed.trace.mode == "hybrid" and "vector" in [leg.value for leg in healed.memories[0].legs]
+    store.close()
