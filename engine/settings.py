@@ -1,7 +1,8 @@
-"""One settings object, built once (at startup, from FELTSENSE_* environment variables) and passed down.
+"""One settings object, built once (at startup, from environment variables) and passed down.
 
 Nothing reads the environment at import time. Adapters take explicit arguments; ``engine.factory`` is the one
-place that turns settings into backends.
+place that turns settings into backends. Nested values use a double underscore:
+``FELTSENSE_WEAVIATE__URL=http://127.0.0.1:8080``.
 """
 
 from __future__ import annotations
@@ -9,21 +10,54 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+class WeaviateSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(default="http://127.0.0.1:8080", description="the server's HTTP address")
+    grpc_port: int = Field(default=50051, ge=1, le=65535, description="the server's gRPC port (same host)")
+    api_key: SecretStr | None = Field(default=None, description="for a server with API-key auth")
+    collection_prefix: str = Field(
+        default="Feltsense", pattern=r"^[A-Z][A-Za-z0-9]*$", description="collection names start with this"
+    )
+    timeout_s: float = Field(default=30.0, gt=0)
+
+
+class MistralSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    server_url: str | None = Field(default=None, description="the API's address; the SDK's default when unset")
+    embed_model: str = "mistral-embed"
+    embed_dimension: int = Field(default=1024, ge=1)
+    chat_model: str = Field(default="mistral-small-latest", description="the write-time classifier's model")
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=10, description="retries on 429 and 5xx, with backoff")
+    batch_size: int = Field(default=64, ge=1, le=512, description="texts per embeddings request")
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="FELTSENSE_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="FELTSENSE_", env_nested_delimiter="__", extra="ignore", populate_by_name=True
+    )
 
     data_dir: Path = Field(default=Path("data"), description="where the embedded store keeps its files")
-    store: Literal["embedded"] = "embedded"
-    embedder: Literal["local", "hashing"] = Field(
-        default="local", description="local: the offline MiniLM ONNX model; hashing: unit tests only"
+    store: Literal["embedded", "weaviate"] = "embedded"
+    embedder: Literal["local", "mistral", "hashing"] = Field(
+        default="local", description="local: the offline MiniLM ONNX model; mistral: mistral-embed; hashing: tests"
     )
-    classifier: Literal["local"] = "local"
+    classifier: Literal["local", "mistral"] = "local"
+    weaviate: WeaviateSettings = WeaviateSettings()
+    mistral: MistralSettings = MistralSettings()
+    mistral_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MISTRAL_API_KEY", "FELTSENSE_MISTRAL_API_KEY"),
+        description="read from MISTRAL_API_KEY",
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     background_interval_s: float = Field(
-        default=30.0, gt=0, description="how often pending traces are retried in the background"
+        default=30.0, gt=0, description="how often the background pass backfills vectors and retries traces"
     )
