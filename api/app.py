@@ -32,6 +32,7 @@ from engine.models import AwareDatetime, CloseReport, IngestReport, RecallQuery,
 from engine.service import Engine
 
 log = logging.getLogger("feltsense.api")
+access = logging.getLogger("feltsense.access")
 PROBLEM_JSON = "application/problem+json"
 MAX_TURNS_PER_BATCH = 500
 
@@ -101,7 +102,15 @@ def close_session(session_id: str, engine: Engine, data: CloseRequest | None = N
 @post("/v1/recall", status_code=200, sync_to_thread=True,
       summary="Recall for one turn: ranked memories, tone constraints and the assembled context")
 def recall(data: RecallQuery, engine: Engine) -> RecallResult:
-    return engine.recall(data)
+    result = engine.recall(data)
+    # The access log records which mode answered, so a stretch of degraded recall can be found afterwards.
+    access.log(
+        logging.INFO if result.trace.mode == "hybrid" else logging.WARNING,
+        "recall character=%s user=%s mode=%s memories=%d tone=%d standing=%d total_ms=%.2f",
+        data.character_id, data.user_id, result.trace.mode, len(result.memories), len(result.tone_constraints),
+        len(result.standing_rules), result.trace.timings_ms.get("total_ms", 0.0),
+    )
+    return result
 
 
 @get("/healthz", summary="Liveness")
@@ -142,4 +151,5 @@ def create_app(engine: Engine, *, retry_interval_s: float = 30.0) -> Litestar:
         openapi_config=OpenAPIConfig(title="feltsense", version="0.1.0", path="/docs",
                                      render_plugins=[SwaggerRenderPlugin()]),
         request_max_body_size=2 * 1024 * 1024,
+        logging_config=None,  # the process configures logging (api/server.py); the app only emits records
     )

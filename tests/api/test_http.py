@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
+from engine.adapters.embedded_store import EmbeddedStore
+from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.service import Engine
+from tests.fakes import BrokenEmbedder, KeywordClassifier
 
 
 def turn(i: int, role: str, text: str, *, session: str = "s1", at: str = "2025-03-02T18:00:00Z") -> dict[str, Any]:
@@ -82,3 +86,16 @@ def test_openapi_documents_every_endpoint(client: TestClient[Any]) -> None:
     assert schema.status_code == 200
     paths = schema.json()["paths"]
     assert {"/v1/turns", "/v1/sessions/{session_id}/close", "/v1/recall"} <= set(paths)
+
+
+def test_the_access_log_says_which_mode_answered(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    engine = Engine(store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
+    with TestClient(create_app(engine)) as c, caplog.at_level("INFO", logger="feltsense.access"):
+        accepted = c.post("/v1/turns", json={"turns": [turn(0, "user", "Luna loved the park.")]})
+        assert accepted.status_code == 200 and accepted.json()["awaiting_embedding"] == 1
+        body = c.post("/v1/recall", json={"character_id": "ava", "user_id": "tester-1", "message": "the park",
+                                          "at": "2025-03-03T00:00:00Z"}).json()
+    assert body["trace"]["mode"] == "lexical" and body["memories"]
+    assert any("mode=lexical" in r.getMessage() for r in caplog.records if r.name == "feltsense.access")
