@@ -11,7 +11,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,8 @@ from numpy.typing import NDArray
 
 from engine.factory import build_classifier, build_embedder, build_engine
 from engine.models import RecallQuery, Turn
+from engine.ports import Classifier, Embedder
+from engine.service import Engine
 from engine.settings import Settings
 from scoring.reference import stage_two_reference
 from scoring.rerank import StageTwoParams, stage_two
@@ -184,35 +186,76 @@ QUERIES = [
 ]
 
 
-def bench_recall(*, memories: int, queries: int = 200, seed: int = 11, data_dir: Path | None = None,
-                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Recall latency at ``memories`` memories in one partition, the query embedding included."""
+class MemoEmbedder:
+    """Wraps an embedder with a text -> vector memo, so a side-by-side run embeds each synthetic text once."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self._memo: dict[str, NDArray[np.float32]] = {}
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if missing:
+            for text, vector in zip(missing, self._inner.embed(missing), strict=True):
+                self._memo[text] = vector
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])
+
+
+EngineFactory = Callable[[Embedder, Classifier], Engine]
+
+
+def bench_recall(
+    *,
+    memories: int,
+    queries: int = 200,
+    seed: int = 11,
+    engine_factory: EngineFactory,
+    embedder: Embedder,
+    classifier: Classifier,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Recall latency at ``memories`` memories in one partition, the query embedding included.
+
+    ``embedder`` may be a memo: each benchmark query is a text never seen before, so the query embedding is
+    always computed for real inside the timed recall.
+    """
     say = progress or (lambda _msg: None)
-    settings = Settings()
-    embedder = build_embedder(settings)
-    classifier = build_classifier(settings)
-    root = Path(tempfile.mkdtemp(prefix="feltsense-bench-")) if data_dir is None else data_dir
+    engine = engine_factory(embedder, classifier)
     try:
-        engine = build_engine(Settings(data_dir=root), embedder=embedder, classifier=classifier)
         turns = synthetic_turns(memories, character="ava", user="bench-user", seed=seed)
         started = time.perf_counter()
         for start in range(0, len(turns), 1000):
             engine.ingest(turns[start : start + 1000])
             say(f"ingested {min(start + 1000, len(turns)) // 2}/{memories} memories")
-        for session_id in sorted({t.session_id for t in turns}):
+        sessions = sorted({t.session_id for t in turns})
+        for done, session_id in enumerate(sessions, start=1):
             engine.close_session(session_id, closed_at=turns[-1].timestamp)
+            if done % 500 == 0:
+                say(f"closed {done}/{len(sessions)} sessions")
         load_s = time.perf_counter() - started
         at = turns[-1].timestamp + timedelta(days=1)
-        query_texts = [QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" ({i})") for i in range(queries)]
+        # Each query is a new text (a counter suffix), so the memo never answers for the query embedding.
+        query_texts = [f"{QUERIES[i % len(QUERIES)]} ({seed}-{i})" for i in range(queries + 10)]
         for text in query_texts[:10]:  # warm-up: loads the partition index and the model's kernels
             engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
         samples = []
-        for text in query_texts:
+        for text in query_texts[10:]:
             begin = time.perf_counter_ns()
             engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
             samples.append((time.perf_counter_ns() - begin) / 1e6)
-        embed_samples = _time_us(lambda: embedder.embed([query_texts[0]]), 50)
-        engine.close()
+        # The baseline: embedding alone, on texts of the same shape, also never seen before.
+        probes = iter([f"{QUERIES[i % len(QUERIES)]} ({seed}-e{i})" for i in range(50)])
+        embed_samples = _time_us(lambda: engine.embedder.embed([next(probes)]), 50)
         median, p99 = _percentiles(samples)
         return {
             "memories": memories,
@@ -223,8 +266,57 @@ def bench_recall(*, memories: int, queries: int = 200, seed: int = 11, data_dir:
             "load_s": round(load_s, 1),
         }
     finally:
-        if data_dir is None:
-            shutil.rmtree(root, ignore_errors=True)
+        engine.close()
+
+
+def embedded_engine_factory(root: Path) -> EngineFactory:
+    def factory(embedder: Embedder, classifier: Classifier) -> Engine:
+        data_dir = Path(tempfile.mkdtemp(prefix="feltsense-bench-", dir=root))
+        return build_engine(Settings(data_dir=data_dir), embedder=embedder, classifier=classifier)
+
+    return factory
+
+
+def run_recall_benchmarks(
+    sizes: Sequence[int],
+    stores: Sequence[str],
+    *,
+    queries: int,
+    weaviate: tuple[str, int] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Each size on each store, in one run, with one embedder and classifier shared by all of them."""
+    settings = Settings()
+    memo = MemoEmbedder(build_embedder(settings))
+    classifier = build_classifier(settings)
+    results = []
+    root = Path(tempfile.mkdtemp(prefix="feltsense-bench-"))
+    try:
+        for size in sizes:
+            for store in stores:
+                factory = embedded_engine_factory(root) if store == "embedded" else _weaviate_factory(weaviate)
+                result = bench_recall(memories=size, queries=queries, engine_factory=factory, embedder=memo,
+                                      classifier=classifier, progress=progress)
+                results.append({"store": store, **result})
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return results
+
+
+def _weaviate_factory(server: tuple[str, int] | None) -> EngineFactory:
+    if server is None:
+        raise ValueError("the weaviate store needs a server: pass its URL and gRPC port")
+    url, grpc_port = server
+
+    def factory(embedder: Embedder, classifier: Classifier) -> Engine:
+        from engine.adapters.weaviate_store import WeaviateStore
+
+        prefix = f"Bench{time.time_ns()}"
+        store = WeaviateStore(url, grpc_port=grpc_port, api_key=None, embedding_model=embedder.model_id,
+                              dimension=embedder.dimension, collection_prefix=prefix, timeout_s=60.0)
+        return Engine(store=store, embedder=embedder, classifier=classifier)
+
+    return factory
 
 
 def print_result(name: str, result: dict[str, Any], *, as_json: bool) -> None:

@@ -89,6 +89,10 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     recall.add_argument("--memories", type=int, nargs="+", default=[10_000], metavar="N",
                         help="memories in the one partition (several values run one after another)")
     recall.add_argument("--queries", type=int, default=200)
+    recall.add_argument("--store", nargs="+", choices=["embedded", "weaviate"], default=["embedded"],
+                        help="stores to measure side by side in one run")
+    recall.add_argument("--weaviate-url", help="a running Weaviate server's HTTP address")
+    recall.add_argument("--weaviate-grpc-port", type=int, default=50051)
     recall.add_argument("--json", action="store_true", help="end with one JSON object per size, the last line last")
     recall.set_defaults(handler=handle_bench_recall)
 
@@ -101,12 +105,29 @@ def handle_bench_scorer(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def handle_bench_recall(args: argparse.Namespace, runtime: Runtime) -> int:
-    from eval.bench import bench_recall, print_result
+    from eval.bench import print_result, run_recall_benchmarks
 
-    for memories in args.memories:
-        result = bench_recall(memories=memories, queries=args.queries,
-                              progress=lambda msg: print(msg, file=runtime.stderr, flush=True))
-        print_result(f"recall at {memories} memories (milliseconds)", result, as_json=args.json)
+    server = None
+    if "weaviate" in args.store:
+        if args.weaviate_url is None:
+            print("bench recall --store weaviate needs --weaviate-url and --weaviate-grpc-port", file=runtime.stderr)
+            return EXIT_INVALID
+        server = (args.weaviate_url, args.weaviate_grpc_port)
+    results = run_recall_benchmarks(
+        args.memories, args.store, queries=args.queries, weaviate=server,
+        progress=lambda msg: print(msg, file=runtime.stderr, flush=True),
+    )
+    for result in results:
+        print_result(f"recall on {result['store']} at {result['memories']} memories (milliseconds)", result,
+                     as_json=False)
+    if len(results) > 1:
+        print("side by side (median / p99 ms):")
+        for size in args.memories:
+            row = [r for r in results if r["memories"] == size]
+            print(f"  {size:>8}  " + "   ".join(f"{r['store']}: {r['median_ms']:.2f} / {r['p99_ms']:.2f}" for r in row))
+    if args.json:
+        for result in results:
+            print(json.dumps(result))
     return EXIT_OK
 
 
