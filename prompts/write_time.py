@@ -1,0 +1,136 @@
+"""The write-time prompt: one closed session's memories in, a register, valence, intensity, anchors and durable
+facts per memory out.
+
+A chat model reads the whole session at once, so it can do what a sentence classifier cannot: "Thanks. I just
+miss her so much." two turns after "My dog Luna died last week." is grief about Luna, not a neutral thank-you.
+
+The response model is the contract with the model: its JSON schema is sent as the structured-output format, and
+the answer is validated against it. Ranges are enforced, never clamped: an out-of-range answer is a bad answer.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from typing import Annotated, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from engine.models import REGISTERS, Register
+
+PROMPT_VERSION = "1"
+"""Bump when the wording, the schema or the scales change: it is written into every trace the prompt classifies."""
+
+MAX_ANCHORS = 12
+MAX_FACTS = 8
+
+Anchor = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+Fact = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=300)]
+
+
+# Docstrings and field descriptions go into the JSON schema the model is sent: they are written for the model.
+# MemoryClassification also satisfies engine.ports.TraceClassification, so adapters hand it on as it is.
+# "register" is the domain's word; it only shadows ABCMeta.register, which nothing here calls. The filter is scoped
+# to the definition: a module-level one set at import would not survive a caller's warnings.catch_warnings().
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
+
+    class MemoryClassification(BaseModel):
+        """How one memory felt and what it was about."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        index: int = Field(ge=1, description="the memory's number, as listed in the request")
+        register: Register = Field(description="the emotional register of the memory")
+        valence: float = Field(ge=-1.0, le=1.0, description="-1 (very negative) .. 1 (very positive)")
+        intensity: float = Field(ge=0.0, le=1.0, description="0 (flat) .. 1 (overwhelming)")
+        anchors: tuple[Anchor, ...] = Field(
+            max_length=MAX_ANCHORS, description="the people, animals, places or things the feeling is about"
+        )
+        facts: tuple[Fact, ...] = Field(
+            max_length=MAX_FACTS,
+            description='durable facts about the user, one self-contained sentence each ("The user lives in Lisbon.")',
+        )
+
+
+class SessionClassification(BaseModel):
+    """The annotation of one session: exactly one item per memory."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memories: list[MemoryClassification]
+
+    def in_order(self, count: int) -> list[MemoryClassification]:
+        """The items for memories 1..count in order. Raises ValueError unless each is answered exactly once."""
+        by_index: dict[int, MemoryClassification] = {}
+        for item in self.memories:
+            if item.index in by_index:
+                raise ValueError(f"memory {item.index} was classified twice")
+            by_index[item.index] = item
+        expected = set(range(1, count + 1))
+        if set(by_index) != expected:
+            missing = sorted(expected - set(by_index))
+            unknown = sorted(set(by_index) - expected)
+            raise ValueError(
+                f"expected one classification for each of memories 1..{count}; missing {missing}, unknown {unknown}"
+            )
+        return [by_index[i] for i in range(1, count + 1)]
+
+
+class ChatMessage(TypedDict):
+    role: Literal["system", "user"]
+    content: str
+
+
+_REGISTER_MEANINGS: dict[str, str] = {
+    "grief": "loss of someone or something loved: a death, a pet put down, an ending that cannot be undone",
+    "sadness": "feeling low, lonely, disappointed or hurt, without a loss at its centre",
+    "anxiety": "worry, nervousness, dread about something ahead",
+    "anger": "frustration, irritation, resentment, outrage",
+    "shame": "embarrassment, guilt, feeling foolish or unworthy",
+    "joy": "happiness, relief, excitement, good news",
+    "affection": "love, warmth or gratitude towards someone",
+    "pride": "satisfaction in an achievement, the user's own or someone's they care about",
+    "curiosity": "questions, interest, wanting to learn or explore",
+    "neutral": "small talk, logistics, plain information with no feeling to speak of",
+}
+
+SYSTEM_PROMPT = f"""\
+You annotate the memories of a companion character. Each memory is one message a user wrote during one \
+conversation, listed in order. Read the whole conversation first: a short message takes its feeling and its \
+subject from what came before it ("Thanks. I just miss her so much." after "My dog Luna died last week." is \
+grief about Luna).
+
+For every memory give:
+- index: the memory's number, as listed.
+- register: exactly one of these emotional registers:
+{chr(10).join(f"  - {name}: {_REGISTER_MEANINGS[name]}" for name in REGISTERS)}
+- valence: how negative or positive the memory feels, from -1.0 (very negative) through 0.0 (neutral) to \
+1.0 (very positive).
+- intensity: how strongly it is felt, from 0.0 (flat small talk) through 0.3 (mild), 0.6 (clearly emotional) to \
+1.0 (overwhelming: a death, a crisis). Use the whole scale; never leave the range.
+- anchors: the specific people, animals, places or things the feeling is about, written as the user named them \
+("Luna", "the park", "my sister"); a pronoun takes the name it refers to. At most {MAX_ANCHORS}; an empty list \
+when there are none.
+- facts: durable facts about the user that this memory states or implies and that would still be true next \
+month, each a self-contained sentence in the third person ("The user lives in Lisbon.", "The user had a dog \
+named Luna."). Not passing moods, not what the character said. At most {MAX_FACTS}; an empty list when there \
+are none.
+
+Answer with JSON only, no prose and no code fences: an object {{"memories": [...]}} holding exactly one item per \
+memory, each with the keys index, register, valence, intensity, anchors and facts."""
+
+
+def session_classification_messages(memory_texts: Sequence[str]) -> list[ChatMessage]:
+    """The chat messages that ask for a ``SessionClassification`` of one session's memories (in order).
+
+    The memories go in as JSON, numbered from 1, so quoting and line breaks in them cannot blur their boundaries.
+    """
+    if isinstance(memory_texts, str):
+        raise TypeError("memory_texts must be a sequence of strings, not a single string")
+    listed = [{"index": i, "text": text} for i, text in enumerate(memory_texts, start=1)]
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": json.dumps({"memories": listed}, ensure_ascii=False)},
+    ]
