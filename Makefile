@@ -17,10 +17,13 @@ install: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/feltsense serve
 
+# The Weaviate server for the tests marked `weaviate` is built from its Go module on first use (minutes, with
+# progress) and cached under $FELTSENSE_CACHE_DIR or ~/.cache/feltsense; pytest starts and stops it itself.
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m tests.servers.weaviate build
 	$(BIN)/python -m pytest
 
 clean:

@@ -118,6 +118,11 @@ class MemoryStore(Protocol):
 
     def put_traces(self, traces: Sequence[Trace]) -> None: ...
 
+    def delete_memories(self, memory_ids: Sequence[str]) -> None:
+        """Forget memories, their traces, vectors and lexical entries (their turns stay). Unknown ids are
+        ignored."""
+        ...
+
     def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]: ...
 
     def tone_candidates(

@@ -22,6 +22,7 @@ import difflib
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -945,8 +946,14 @@ def default_engine_factory(settings: Settings | None = None) -> EngineFactory:
     classifier = build_classifier(base)
 
     def factory(data_dir: Path) -> TranscriptEngine:
+        # Every transcript starts from an empty memory: its own data directory, or on Weaviate its own
+        # collections (a fresh prefix per transcript).
+        weaviate = base.weaviate.model_copy(
+            update={"collection_prefix": f"{base.weaviate.collection_prefix}Eval{uuid.uuid4().hex[:12]}"}
+        )
         return build_engine(
-            base.model_copy(update={"data_dir": data_dir}), embedder=embedder, classifier=classifier
+            base.model_copy(update={"data_dir": data_dir, "weaviate": weaviate}),
+            embedder=embedder, classifier=classifier,
         )
 
     return factory

@@ -365,6 +365,32 @@ class EmbeddedStore:
                 if index is not None:
                     index.set_trace(trace)
 
+    def delete_memories(self, memory_ids: Sequence[str]) -> None:
+        """Forget memories and their traces (their turns stay). Ids that are not stored are ignored."""
+        if not memory_ids:
+            return
+        with self._lock:
+            placeholders = ",".join("?" * len(memory_ids))
+            owners = {
+                (r[0], r[1]) for r in self._db.execute(
+                    f"SELECT character_id, user_id FROM memories WHERE memory_id IN ({placeholders})",
+                    list(memory_ids),
+                )
+            }
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(f"DELETE FROM traces WHERE memory_id IN ({placeholders})", list(memory_ids))
+                self._db.execute(f"DELETE FROM memories WHERE memory_id IN ({placeholders})", list(memory_ids))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            # The in-memory indexes are append-only: drop the affected ones and rebuild them on next use.
+            for key in owners:
+                index = self._indexes.pop(key, None)
+                if index is not None:
+                    self._loaded = {m: i for m, i in self._loaded.items() if i is not index}
+
     def mark_session_closed(self, session_id: str, closed_at: datetime) -> None:
         with self._lock:
             self._db.execute(

@@ -1,37 +1,71 @@
-"""The store contract: every MemoryStore backend passes these (the Weaviate adapter joins the parametrization)."""
+"""The store contract: every MemoryStore backend passes these.
+
+Each test runs against the embedded store and against Weaviate (marked ``weaviate``: a real server from the
+session fixture, and a collection prefix of the test's own, so tests never see each other's data).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import socket
+import time
+import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.errors import ConfigurationError
+from engine.errors import BackendUnavailable, ConfigurationError, NotFound
 from engine.ingest import memory_id_for
-from engine.models import Memory, Partition, Trace, TraceStatus, Turn
+from engine.models import Leg, Memory, Partition, Trace, TraceStatus, Turn
 from engine.ports import MemoryStore
 from engine.tuning import RetrievalParams
+
+if TYPE_CHECKING:
+    from tests.servers.weaviate import WeaviateServer
 
 EMBEDDER = HashingEmbedder()
 T0 = datetime(2025, 3, 1, 12, tzinfo=UTC)
 PARTITION = Partition(character_id="ava", user_id="u1")
 LATER = T0 + timedelta(days=30)
 
-StoreFactory = Callable[[Path], MemoryStore]
+
+class StoreFactory(Protocol):
+    """Opens the backend's store for a test; called again with the same path, it reopens the same data."""
+
+    def __call__(
+        self, path: Path, *, embedding_model: str = EMBEDDER.model_id, dimension: int = EMBEDDER.dimension
+    ) -> MemoryStore: ...
 
 
-def embedded(path: Path) -> MemoryStore:
-    return EmbeddedStore(path, embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
+def embedded(
+    path: Path, *, embedding_model: str = EMBEDDER.model_id, dimension: int = EMBEDDER.dimension
+) -> MemoryStore:
+    return EmbeddedStore(path, embedding_model=embedding_model, dimension=dimension)
 
 
-@pytest.fixture(params=[embedded], ids=["embedded"])
-def factory(request: pytest.FixtureRequest) -> StoreFactory:
-    return request.param  # type: ignore[no-any-return]
+@pytest.fixture(params=["embedded", pytest.param("weaviate", marks=pytest.mark.weaviate)])
+def factory(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+    if request.param == "embedded":
+        yield embedded
+        return
+    from engine.adapters.weaviate_store import WeaviateStore
+
+    server = request.getfixturevalue("weaviate_server")
+    prefix = f"Contract{uuid.uuid4().hex[:10]}"
+
+    def weaviate(
+        path: Path, *, embedding_model: str = EMBEDDER.model_id, dimension: int = EMBEDDER.dimension
+    ) -> MemoryStore:
+        return WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=embedding_model,
+                             dimension=dimension, collection_prefix=prefix, timeout_s=30)
+
+    yield weaviate
+    server.drop_collections(prefix)
 
 
 @pytest.fixture
@@ -135,7 +169,268 @@ def test_everything_survives_a_restart(factory: StoreFactory, tmp_path: Path) ->
         second.close()
 
 
-def test_a_store_refuses_vectors_of_another_model(tmp_path: Path) -> None:
+def test_a_store_refuses_vectors_of_another_model(factory: StoreFactory, tmp_path: Path) -> None:
+    factory(tmp_path, embedding_model="model-a", dimension=384).close()
+    # "model.a" is another model even where a collection name would spell both the same way.
+    with pytest.raises(ConfigurationError, match="model-a"):
+        factory(tmp_path, embedding_model="model.a", dimension=384)
+
+
+def test_the_embedded_store_refuses_another_dimension(tmp_path: Path) -> None:
     EmbeddedStore(tmp_path, embedding_model="model-a", dimension=384).close()
     with pytest.raises(ConfigurationError, match="model-a"):
         EmbeddedStore(tmp_path, embedding_model="model-b", dimension=1024)
+
+
+def test_a_memory_sent_again_keeps_its_trace(store: MemoryStore) -> None:
+    memory = _memory(1, "Luna loved the park")
+    _add(store, [memory])
+    trace = Trace(memory_id=memory.memory_id, status=TraceStatus.COMPLETE, register="joy", valence=0.6,
+                  intensity=0.5, facts=("The user has a dog called Luna.",), written_at=T0)
+    store.put_traces([trace])
+    _add(store, [memory])
+    assert store.get_traces([memory.memory_id]) == {memory.memory_id: trace}
+    assert store.count(PARTITION) == 1
+
+
+def test_a_trace_needs_its_memory(store: MemoryStore) -> None:
+    with pytest.raises(NotFound):
+        store.put_traces([Trace(memory_id="m_missing", status=TraceStatus.PENDING, written_at=T0)])
+
+
+def test_the_facts_of_a_trace_feed_the_lexical_leg(store: MemoryStore) -> None:
+    memory = _memory(1, "she is moving next month")
+    _add(store, [memory, _memory(2, "work was long")])
+    assert _search(store, "Lisbon", vector=False) == []
+    store.put_traces([Trace(memory_id=memory.memory_id, status=TraceStatus.COMPLETE, written_at=T0,
+                            facts=("The user is moving to Lisbon.",))])
+    assert _search(store, "Lisbon", vector=False) == [memory.memory_id]
+
+
+def test_a_memory_stored_without_a_vector_is_found_lexically_until_it_gets_one(store: MemoryStore) -> None:
+    memory, other = _memory(1, "Luna loved the park"), _memory(2, "kitchen tiles again")
+    store.add_memories([memory], None)
+    _add(store, [other])
+    assert store.unembedded(10) == [memory]
+    assert np.isnan(store.get_vectors([memory.memory_id])).all()
+
+    def found() -> list[tuple[str, tuple[Leg, ...]]]:
+        candidates, _ = store.search(PARTITION, query_vector=EMBEDDER.embed(["Luna park"])[0],
+                                     query_text="Luna park", params=RetrievalParams(), exclude_session=None,
+                                     created_before=LATER)
+        assert all(0.0 <= c.relevance <= 1.0 for c in candidates)
+        return [(c.memory_id, c.legs) for c in candidates]
+
+    assert found() == [(memory.memory_id, (Leg.LEXICAL,))]
+    store.set_vectors([memory.memory_id], EMBEDDER.embed([memory.text]))
+    assert store.unembedded(10) == []
+    assert np.allclose(store.get_vectors([memory.memory_id])[0], EMBEDDER.embed([memory.text])[0])
+    assert found() == [(memory.memory_id, (Leg.VECTOR, Leg.LEXICAL))]
+
+
+def test_a_lexical_only_hit_is_capped(store: MemoryStore) -> None:
+    memories = [_memory(1, "Luna Luna Luna"), _memory(2, "my dog Luna loved the park")]
+    _add(store, memories)
+    params = RetrievalParams()
+    candidates, counts = store.search(
+        PARTITION, query_vector=EMBEDDER.embed(["the park"])[0], query_text="Luna", params=params,
+        exclude_session=None, created_before=LATER,
+    )
+    by_id = {c.memory_id: c for c in candidates}
+    assert by_id[memories[0].memory_id].legs == (Leg.LEXICAL,)
+    assert by_id[memories[0].memory_id].relevance <= params.lexical_only_cap
+    assert by_id[memories[1].memory_id].legs == (Leg.VECTOR, Leg.LEXICAL)
+    assert candidates[0].memory_id == memories[1].memory_id
+    assert counts["fused"] == len(candidates) == 2
+
+
+def test_the_time_filter_includes_the_moment_itself(store: MemoryStore) -> None:
+    memory = _memory(1, "the lighthouse trip")
+    _add(store, [memory])
+
+    def found(before: datetime) -> list[str]:
+        candidates, _ = store.search(PARTITION, query_vector=None, query_text="lighthouse",
+                                     params=RetrievalParams(), exclude_session=None, created_before=before)
+        return [c.memory_id for c in candidates]
+
+    assert found(memory.created_at) == [memory.memory_id]
+    assert found(memory.created_at - timedelta(seconds=1)) == []
+
+
+def test_turns_come_back_in_the_order_they_were_sent(store: MemoryStore) -> None:
+    turns = [Turn(turn_id=f"t{i}", session_id="s1", character_id="ava", user_id="u1",
+                  role="user" if i % 2 == 0 else "character", text=f"turn number {i}",
+                  timestamp=T0 - timedelta(minutes=i))  # clocks disagree; the order sent is what counts
+             for i in range(5)]
+    assert store.add_turns(turns[:3]) == [True, True, True]
+    assert store.add_turns(turns[2:]) == [False, True, True]
+    assert store.get_turns("s1") == turns
+    assert store.get_turns("s-unknown") == []
+
+
+def test_sessions_track_closing_and_pending_traces(store: MemoryStore) -> None:
+    memories = [_memory(1, "first thing"), _memory(2, "second thing")]
+    _add(store, memories)
+    assert store.session_memories("s1") == memories
+    assert store.session_memories("s-unknown") == []
+    assert store.closed_sessions(["s1", "s9"]) == set()
+    store.put_traces([Trace(memory_id=memories[0].memory_id, status=TraceStatus.PENDING, written_at=T0)])
+    assert store.pending_sessions() == []  # pending, but the session is still open
+    store.mark_session_closed("s1", T0 + timedelta(hours=1))
+    assert store.closed_sessions(["s1", "s9"]) == {"s1"}
+    assert store.pending_sessions() == ["s1"]
+    store.put_traces([Trace(memory_id=m.memory_id, status=TraceStatus.COMPLETE, written_at=T0) for m in memories])
+    assert store.pending_sessions() == []
+
+
+def test_a_session_can_close_before_its_turns_arrive(store: MemoryStore) -> None:
+    store.mark_session_closed("s1", T0)
+    assert store.closed_sessions(["s1"]) == {"s1"}
+    turn = Turn(turn_id="t1", session_id="s1", character_id="ava", user_id="u1", role="user", text="late hello",
+                timestamp=T0)
+    assert store.add_turns([turn]) == [True]
+    memory = _memory(1, "late hello")
+    _add(store, [memory])
+    store.put_traces([Trace(memory_id=memory.memory_id, status=TraceStatus.PENDING, written_at=T0)])
+    assert store.get_turns("s1") == [turn] and store.session_memories("s1") == [memory]
+    assert store.pending_sessions() == ["s1"]
+
+
+def test_lookups_by_id_keep_the_callers_order(store: MemoryStore) -> None:
+    memories = [_memory(i, f"memory number {i}") for i in range(3)]
+    _add(store, memories)
+    ids = [memories[2].memory_id, "m_missing", memories[0].memory_id]
+    assert store.get_memories(ids) == [memories[2], memories[0]]
+    vectors = store.get_vectors(ids)
+    assert vectors.shape == (3, EMBEDDER.dimension) and np.isnan(vectors[1]).all()
+    assert np.allclose(vectors[[0, 2]], EMBEDDER.embed([memories[2].text, memories[0].text]))
+    assert store.get_traces(ids) == {}
+    assert store.get_memories([]) == [] and store.get_traces([]) == {}
+    assert store.count(PARTITION) == 3
+    assert store.count(Partition(character_id="ava", user_id="nobody")) == 0
+
+
+def test_tone_candidates_and_counts_stay_in_their_partition(store: MemoryStore) -> None:
+    mine, theirs = _memory(1, "my dog Luna died"), _memory(2, "my dog Luna died", user="u2", session="s2")
+    _add(store, [mine, theirs])
+    store.put_traces([Trace(memory_id=m.memory_id, status=TraceStatus.COMPLETE, register="grief", valence=-0.8,
+                            intensity=0.9, kind="emotional", written_at=T0) for m in (mine, theirs)])
+    toned = store.tone_candidates(Partition(character_id="ava", user_id="u2"), min_intensity=0.6, max_valence=-0.25)
+    assert toned.memory_ids == [theirs.memory_id] and toned.session_ids == ["s2"]
+    empty = store.tone_candidates(Partition(character_id="bob", user_id="u1"), min_intensity=0.6, max_valence=0.0)
+    assert empty.memory_ids == [] and len(empty.episode) == len(empty.created_epoch) == 0
+    assert store.count(PARTITION) == 1
+
+
+def test_one_episode_per_session_and_register(store: MemoryStore) -> None:
+    memories = [_memory(1, "Luna died", session="s1"), _memory(2, "I miss Luna", session="s1"),
+                _memory(3, "so angry at the vet", session="s1"), _memory(4, "Luna's collar", session="s2")]
+    _add(store, memories)
+    registers = ["grief", "grief", "anger", "grief"]
+    store.put_traces([Trace(memory_id=m.memory_id, status=TraceStatus.COMPLETE, register=r, valence=-0.7,
+                            intensity=0.8, kind="emotional", written_at=T0)
+                      for m, r in zip(memories, registers, strict=True)])
+    toned = store.tone_candidates(PARTITION, min_intensity=0.6, max_valence=-0.25)
+    assert toned.memory_ids == [m.memory_id for m in memories]
+    episode = toned.episode.tolist()
+    assert episode[0] == episode[1] and len(set(episode)) == 3
+
+
+def test_substring_search_is_the_last_resort(store: MemoryStore) -> None:
+    memories = [_memory(1, "Parking near the lighthouse"), _memory(2, "kitchen tiles", session="s2"),
+                _memory(3, "the lighthouse keeper", session="s3")]
+    _add(store, memories)
+
+    def found(*, exclude: str | None = None, before: datetime = LATER, partition: Partition = PARTITION
+              ) -> list[tuple[str, float]]:
+        candidates = store.substring_search(partition, query_text="park lighthouse", limit=5,
+                                            exclude_session=exclude, created_before=before)
+        assert all(c.legs == (Leg.SUBSTRING,) for c in candidates)
+        return [(c.memory_id, c.relevance) for c in candidates]
+
+    assert found() == [(memories[0].memory_id, 1.0), (memories[2].memory_id, 0.5)]
+    assert found(exclude="s3") == [(memories[0].memory_id, 1.0)]
+    assert found(before=T0) == []
+    assert found(partition=Partition(character_id="ava", user_id="u2")) == []
+
+
+def test_deleted_memories_are_forgotten(store: MemoryStore) -> None:
+    memories = [_memory(1, "my secret is the blue door"), _memory(2, "the blue door is open")]
+    _add(store, memories)
+    store.put_traces([Trace(memory_id=memories[0].memory_id, status=TraceStatus.PENDING, written_at=T0)])
+    store.mark_session_closed("s1", T0)
+    assert store.pending_sessions() == ["s1"]
+    store.delete_memories([memories[0].memory_id, "m_missing"])
+    assert _search(store, "blue door") == [memories[1].memory_id]
+    assert store.get_memories([m.memory_id for m in memories]) == [memories[1]]
+    assert store.get_traces([memories[0].memory_id]) == {}
+    assert np.isnan(store.get_vectors([memories[0].memory_id])).all()
+    assert store.session_memories("s1") == [memories[1]]
+    assert store.count(PARTITION) == 1
+    assert store.pending_sessions() == []
+
+
+# -- Weaviate only --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.weaviate
+def test_weaviate_keeps_one_collection_per_embedding_model(weaviate_server: WeaviateServer) -> None:
+    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.errors import InvalidInput
+
+    prefix = f"Models{uuid.uuid4().hex[:10]}"
+
+    def open_store(dimension: int) -> WeaviateStore:
+        return WeaviateStore(weaviate_server.url, grpc_port=weaviate_server.grpc_port, embedding_model="model-a",
+                             dimension=dimension, collection_prefix=prefix)
+
+    small, large = open_store(4), open_store(8)
+    try:
+        memory = _memory(1, "Luna loved the park")
+        small.add_memories([memory], np.eye(4, dtype=np.float32)[:1])
+        assert small.get_memories([memory.memory_id]) == [memory]
+        assert large.get_memories([memory.memory_id]) == [] and large.count(PARTITION) == 0
+        with pytest.raises(InvalidInput):
+            small.add_memories([_memory(2, "wrong size")], np.ones((1, 8), dtype=np.float32))
+    finally:
+        small.close()
+        large.close()
+        weaviate_server.drop_collections(prefix)
+
+
+def test_an_unreachable_weaviate_is_unavailable(tmp_path: Path) -> None:
+    from engine.adapters.weaviate_store import WeaviateStore
+
+    with socket.socket() as http, socket.socket() as grpc:
+        http.bind(("127.0.0.1", 0))
+        grpc.bind(("127.0.0.1", 0))
+        ports = http.getsockname()[1], grpc.getsockname()[1]  # nothing listens once the sockets are closed
+    with pytest.raises(BackendUnavailable):
+        WeaviateStore(f"http://127.0.0.1:{ports[0]}", grpc_port=ports[1], embedding_model="m", dimension=4,
+                      timeout_s=2)
+
+
+@pytest.mark.weaviate
+def test_a_weaviate_that_goes_away_is_unavailable(weaviate_server: WeaviateServer) -> None:
+    from engine.adapters.weaviate_store import WeaviateStore
+    from tests.servers.weaviate import binary_path, start
+
+    server = start(binary_path())  # a server of this test's own, to stop under the store
+    try:
+        store = WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=EMBEDDER.model_id,
+                              dimension=EMBEDDER.dimension, timeout_s=5)
+        memory = _memory(1, "Luna loved the park")
+        _add(store, [memory])
+        server.stop()
+        # An HTTP write meets the outage first (a gRPC call would sit in the client's minute of retries).
+        with pytest.raises(BackendUnavailable):
+            store.put_traces([Trace(memory_id=memory.memory_id, status=TraceStatus.PENDING, written_at=T0)])
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable):
+            _search(store, "Luna park")
+        with pytest.raises(BackendUnavailable):
+            _add(store, [_memory(2, "the lighthouse")])
+        assert time.monotonic() - started < 5  # known to be down: answered at once
+        store.close()
+    finally:
+        server.stop()

@@ -1,0 +1,1062 @@
+"""The Weaviate store (weaviate-client v4): the same port as the embedded default, with stage one run by Weaviate.
+
+Collections (``{P}`` is the collection prefix, ``Feltsense`` by default)
+    ``{P}Memory_<model>_<dim>``  memories and their traces, self-provided vectors (cosine, flat index), one
+                                 collection per embedding model and dimension; its description records the
+                                 exact model id and dimension and is checked at startup, so a 384-d and a
+                                 1024-d index never mix (two model ids with the same slug are refused too).
+                                 Multi-tenant: one tenant per (character, user) partition.
+    ``{P}MemoryDirectory_<model>_<dim>``  one small object per memory: its tenant, ingest sequence and whether
+                                 it has a vector yet. Not multi-tenant.
+    ``{P}Turn``, ``{P}Session``  the turns, and each session's owner, closed time and pending-trace flag.
+                                 Not multi-tenant.
+
+Multi-tenancy, and why only memories use it
+    Memories are what recall searches, so they get the isolation: a tenant per partition, created
+    automatically on first write. A query names its tenant in the request, so a search cannot reach another
+    user's memories even if a filter were forgotten; each tenant is its own shard, so its BM25 statistics
+    (document frequencies, average length) and its vector index are the partition's own, exactly as the
+    embedded store's per-partition indexes are; deleting a user is deleting a tenant, and idle tenants can be
+    offloaded. Turns, sessions and the directory are not multi-tenant because the port looks them up by ids
+    alone (``get_turns(session_id)``, ``get_memories(ids)``, ``pending_sessions()``, ``unembedded()``), ids
+    are global as in the embedded store (a turn id is stored once, whoever sends it), and they are never
+    searched. The directory is how an id-only call finds a memory's tenant; the ids recall and the writer use
+    were almost always seen moments before (by ``search``, ``tone_candidates`` or ``session_memories``), so
+    an in-process cache answers first and memories (immutable once stored) are served from it.
+
+Stage one is one hybrid query
+    BM25 over a ``terms`` property plus the query vector, relative-score fusion, ``alpha`` =
+    ``vector_weight`` (kept strictly between 0 and 1, where Weaviate would skip a leg), the partition as
+    the tenant and ``session_id != exclude_session`` and ``created_at <= created_before`` as filters, so
+    nothing outside what recall may see comes back. ``terms`` holds the memory's index terms and those of
+    its trace's facts as ``engine.text.terms`` makes them (stopwords out, light stemming) and the collection
+    uses no stopword list, so Weaviate's BM25 sees the very terms the embedded store indexes.
+
+    The vector threshold is applied here, not sent as ``max_vector_distance``: Weaviate drops every hybrid
+    result that is not among the vector hits when that is set (weaviate/weaviate#5664, #10350), which would
+    lose lexical-only hits, among them every memory stored while the embedder was down. The query asks for
+    twice ``params.candidates`` results so that the threshold and the floor below still leave enough.
+
+    Relevance comes from ``explain_score``, which gives each result's original score in each leg it was
+    found by: the cosine similarity for ``vector,hybridVector`` and the raw BM25 for ``keyword,bm25``. A
+    result is a vector hit when its cosine is at least ``vector_min_similarity`` (``vector_score`` is that
+    cosine) and a lexical hit when its BM25 is positive (``lexical_score`` is its BM25 divided by the best
+    BM25 of the result set, so 1 is the best lexical match). The two go through ``scoring.fusion.fuse``,
+    the embedded store's own fusion: the cosine normalised between ``vector_min_similarity`` and
+    ``vector_full_similarity``, the profile's weights, the lexical-only cap and the fused floor. Results are
+    re-ranked by that relevance (Weaviate's own fused score only chooses which results come back). The
+    backends differ in one place: the embedded store divides BM25 by the query terms' idf mass, which
+    Weaviate does not report, so here the lexical leg is relative to the best match.
+
+    The counts describe the results of that one query; ``excluded_current_session`` would take a second
+    query and is left out. ``bm25_k1`` and ``bm25_b`` are collection settings in Weaviate (1.2 and 0.75, the
+    profile defaults), not per-query ones, so a profile that changes them changes only the embedded store.
+
+Writes
+    Object ids are ``generate_uuid5`` of the turn, memory or session id, so a re-sent turn or memory maps
+    to the object already stored; it is skipped, never duplicated, and never overwrites a memory's trace.
+    New objects go in with ``insert_many`` (one synchronous batch request per collection and tenant; any
+    object in its ``errors`` raises ``BackendRejected``; the client's background batcher costs ~50 ms a
+    call for the handful of objects a turn brings). Traces, vectors and session flags are partial updates
+    (PATCH) of single objects, so two processes writing a trace and a vector to the same memory never
+    overwrite each other. Writes are serialised within the process by one lock.
+
+Reads
+    Lists (a session's turns or memories, tone candidates, the substring fallback's matches) are read a page
+    at a time in ingest order, up to the server's ``QUERY_MAXIMUM_RESULTS`` (10,000 by default) per list.
+    ``delete_memories`` (not in the port yet) forgets memories and their traces; their turns stay.
+
+Errors
+    Every vendor error is translated at the boundary: unreachable, timed out or unavailable ->
+    ``BackendUnavailable``; anything else Weaviate refuses -> ``BackendRejected``. The client retries a gRPC
+    call that finds the server unavailable for about a minute (not configurable), so once one call has met
+    an outage, every call first asks the readiness endpoint and fails at once until the server answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import httpx
+import numpy as np
+import weaviate
+from numpy.typing import NDArray
+from weaviate import exceptions as wx
+from weaviate.classes.config import (
+    Configure,
+    DataType,
+    Property,
+    StopwordsPreset,
+    Tokenization,
+    VectorDistances,
+    Vectorizers,
+)
+from weaviate.classes.data import DataObject
+from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.classes.query import Filter, FilterReturn, HybridFusion, MetadataQuery, Sort
+from weaviate.collections import Collection
+from weaviate.outputs.batch import BatchObjectReturn
+from weaviate.outputs.data import DeleteManyReturn
+from weaviate.outputs.query import Object
+from weaviate.util import generate_uuid5
+
+from engine.errors import (
+    BackendRejected,
+    BackendUnavailable,
+    ConfigurationError,
+    FeltsenseError,
+    InvalidInput,
+    NotFound,
+)
+from engine.models import Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
+from engine.ports import ToneCandidates
+from engine.text import terms, words
+from engine.tuning import RetrievalParams
+from scoring.fusion import fuse, normalise_similarity
+
+BACKEND = "weaviate"
+PREFIX_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]*")
+PAGE = 1000  # objects per read request; Weaviate answers at most QUERY_MAXIMUM_RESULTS (10,000 by default)
+OVERFETCH = 2  # stage one asks for this many times params.candidates (the threshold and floor apply here)
+CACHED_MEMORIES = 50_000
+_MEMORY_PROPERTIES = ["memory_id", "turn_id", "session_id", "character_id", "user_id", "text", "context",
+                      "created_at"]
+_EXPLAINED = re.compile(r"Result Set (keyword|vector),\w+\) Document [0-9a-fA-F-]+: original score ([-+0-9.eE]+)")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+K = TypeVar("K")
+V = TypeVar("V")
+Props = dict[str, Any]
+Stored = Object[Props, None]
+
+
+# -- boundary ------------------------------------------------------------------------------------------------
+
+
+def _unavailable(exc: Exception, action: str) -> BackendUnavailable:
+    return BackendUnavailable(f"Weaviate is unreachable ({action}): {exc}", backend=BACKEND)
+
+
+@contextlib.contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """Weaviate's errors as the engine's: unreachable -> BackendUnavailable, refused -> BackendRejected."""
+    try:
+        yield
+    except FeltsenseError:
+        raise
+    except (wx.WeaviateConnectionError, wx.WeaviateStartUpError, wx.WeaviateTimeoutError,
+            wx.WeaviateGRPCUnavailableError, wx.WeaviateClosedClientError) as exc:
+        raise _unavailable(exc, action) from exc
+    except wx.UnexpectedStatusCodeError as exc:
+        if exc.status_code in (502, 503, 504):
+            raise _unavailable(exc, action) from exc
+        raise BackendRejected(f"Weaviate refused to {action}: {exc}", backend=BACKEND) from exc
+    except wx.WeaviateBaseError as exc:
+        if any(marker in str(exc) for marker in ("StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED",
+                                                 "Connection refused", "failed to connect")):
+            raise _unavailable(exc, action) from exc
+        raise BackendRejected(f"Weaviate refused to {action}: {exc}", backend=BACKEND) from exc
+    except OSError as exc:  # sockets, from the HTTP or gRPC transport
+        raise _unavailable(exc, action) from exc
+
+
+def _boundary(
+    action: str,
+) -> Callable[[Callable[Concatenate[WeaviateStore, P], R]], Callable[Concatenate[WeaviateStore, P], R]]:
+    """A public method: errors translated, and fast failure while the server is known to be down."""
+
+    def decorate(method: Callable[Concatenate[WeaviateStore, P], R]) -> Callable[Concatenate[WeaviateStore, P], R]:
+        @functools.wraps(method)
+        def guarded(store: WeaviateStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            store._check_reachable(action)
+            try:
+                with _translated(action):
+                    return method(store, *args, **kwargs)
+            except BackendUnavailable:
+                store._down = True
+                raise
+
+        return guarded
+
+    return decorate
+
+
+def _missing_tenant(exc: wx.WeaviateBaseError) -> bool:
+    # A partition nobody has written to has no tenant yet: reading it is an empty answer, not an error.
+    return "tenant not found" in str(exc)
+
+
+def _check_inserted(result: BatchObjectReturn, what: str) -> None:
+    if result.has_errors:
+        first = next(iter(result.errors.values()))
+        raise BackendRejected(
+            f"Weaviate refused {len(result.errors)} of the {what} written: {first.message}", backend=BACKEND
+        )
+
+
+# -- naming --------------------------------------------------------------------------------------------------
+
+
+def _slug(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", value).strip("_") or "x"
+
+
+def tenant_for(partition: Partition) -> str:
+    """A tenant name for a partition: readable, and unique by its digest (names allow 64 of [A-Za-z0-9_-])."""
+    digest = hashlib.blake2b(f"{partition.character_id}\x1f{partition.user_id}".encode(), digest_size=10)
+    return f"{_slug(partition.character_id)[:16]}-{_slug(partition.user_id)[:16]}-{digest.hexdigest()}"
+
+
+def _id(kind: str, key: str) -> UUID:
+    return UUID(generate_uuid5(key, kind))
+
+
+def _as_datetime(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
+
+
+class _Lru(Generic[K, V]):
+    """A small thread-safe LRU map."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def drop(self, key: K) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+
+# -- schema --------------------------------------------------------------------------------------------------
+
+
+def _key(name: str) -> Property:
+    """A whole-value text property that filters can use (ids, states)."""
+    return Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_filterable=True,
+                    index_searchable=False)
+
+
+def _stored(name: str, data_type: DataType = DataType.TEXT) -> Property:
+    """A property that is only ever read back, never filtered or searched."""
+    return Property(name=name, data_type=data_type, index_filterable=False, index_searchable=False,
+                    index_range_filters=False)
+
+
+def _value(name: str, data_type: DataType) -> Property:
+    return Property(name=name, data_type=data_type, index_filterable=True, index_range_filters=False)
+
+
+MEMORY_SCHEMA = [
+    _key("memory_id"), _stored("turn_id"), _key("session_id"), _stored("character_id"), _stored("user_id"),
+    _stored("text"), _stored("context"),
+    # The lower-cased text as one token, for the substring fallback's `like *word*` filters.
+    _key("folded"),
+    # What BM25 searches: engine.text.terms of the text and of the trace's facts, space-separated.
+    Property(name="terms", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE, index_filterable=False,
+             index_searchable=True),
+    _value("created_at", DataType.DATE), _stored("seq", DataType.INT),
+    # created_at again as seconds since the epoch: tone candidates read thousands of them per recall, and
+    # parsing a date string each is the client's slowest step.
+    _stored("created_epoch", DataType.NUMBER),
+    _key("trace_status"), _key("kind"), _stored("register"), _value("intensity", DataType.NUMBER),
+    _value("valence", DataType.NUMBER), _stored("trace"),
+]
+DIRECTORY_SCHEMA = [_stored("memory_id"), _stored("tenant"), _stored("seq", DataType.INT),
+                    _value("has_vector", DataType.BOOL)]
+TURN_SCHEMA = [_stored("turn_id"), _key("session_id"), _stored("character_id"), _stored("user_id"), _stored("role"),
+               _stored("text"), _stored("timestamp", DataType.DATE), _stored("seq", DataType.INT)]
+SESSION_SCHEMA = [_stored("session_id"), _stored("tenant"), _stored("character_id"), _stored("user_id"),
+                  _value("closed", DataType.BOOL), _stored("closed_at", DataType.DATE),
+                  _value("pending", DataType.BOOL)]
+
+
+def _memory_properties(memory: Memory, seq: int) -> Props:
+    return {
+        "memory_id": memory.memory_id, "turn_id": memory.turn_id, "session_id": memory.session_id,
+        "character_id": memory.character_id, "user_id": memory.user_id, "text": memory.text,
+        "context": memory.context, "folded": memory.text.lower(), "terms": " ".join(terms(memory.text)),
+        "created_at": memory.created_at, "created_epoch": memory.created_at.timestamp(), "seq": seq,
+    }
+
+
+def _trace_properties(trace: Trace, text: str) -> Props:
+    indexed = terms(text) + [term for fact in trace.facts for term in terms(fact)]
+    return {
+        "trace_status": trace.status.value, "kind": trace.kind.value, "register": trace.register,
+        "intensity": trace.intensity, "valence": trace.valence, "trace": trace.model_dump_json(),
+        "terms": " ".join(indexed),
+    }
+
+
+def _memory_from(props: Mapping[str, Any]) -> Memory:
+    return Memory(
+        memory_id=props["memory_id"], turn_id=props["turn_id"], session_id=props["session_id"],
+        character_id=props["character_id"], user_id=props["user_id"], text=props["text"],
+        context=props.get("context") or "", created_at=_as_datetime(props["created_at"]),
+    )
+
+
+def _turn_from(props: Mapping[str, Any]) -> Turn:
+    return Turn(
+        turn_id=props["turn_id"], session_id=props["session_id"], character_id=props["character_id"],
+        user_id=props["user_id"], role=props["role"], text=props["text"],
+        timestamp=_as_datetime(props["timestamp"]),
+    )
+
+
+def _chunks(items: Sequence[V], size: int) -> Iterator[Sequence[V]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+TONE_CACHE_S = 10.0
+"""How long tone candidates read by recall are reused before asking the server again (see ``_tone_cache``)."""
+
+
+class WeaviateStore:
+    """The MemoryStore port over a Weaviate server. Thread-safe; writes are serialised within the process."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        grpc_port: int,
+        api_key: str | None = None,
+        embedding_model: str,
+        dimension: int,
+        collection_prefix: str = "Feltsense",
+        timeout_s: float = 30.0,
+    ) -> None:
+        if not PREFIX_PATTERN.fullmatch(collection_prefix):
+            raise ConfigurationError(
+                f"collection prefix {collection_prefix!r} must be a capital letter then letters and digits"
+            )
+        if dimension < 1:
+            raise ConfigurationError(f"dimension must be positive, not {dimension}")
+        self._model = embedding_model
+        self._dimension = dimension
+        self._ready_url = f"{url.rstrip('/')}/v1/.well-known/ready"
+        self._probe_timeout_s = min(timeout_s, 2.0)
+        self._down = False
+        self._client = self._connect(url, grpc_port=grpc_port, api_key=api_key, timeout_s=timeout_s)
+        suffix = f"{_slug(embedding_model)}_{dimension}"
+        try:
+            with _translated("open its collections"):
+                self._memories = self._collection(
+                    f"{collection_prefix}Memory_{suffix}", MEMORY_SCHEMA, multi_tenant=True,
+                    description=json.dumps({"feltsense": "memories", "embedding_model": embedding_model,
+                                            "dimension": dimension}),
+                )
+                self._check_memory_collection()
+                self._directory = self._collection(
+                    f"{collection_prefix}MemoryDirectory_{suffix}", DIRECTORY_SCHEMA, multi_tenant=False,
+                    description="feltsense: where each memory lives (tenant, ingest order, vector or not)",
+                )
+                self._turns = self._collection(f"{collection_prefix}Turn", TURN_SCHEMA, multi_tenant=False,
+                                               description="feltsense: every turn, as sent")
+                self._sessions = self._collection(
+                    f"{collection_prefix}Session", SESSION_SCHEMA, multi_tenant=False,
+                    description="feltsense: each session's owner, closed time and pending-trace flag",
+                )
+        except BaseException:
+            self._client.close()
+            raise
+        self._write_lock = threading.RLock()
+        self._seq_lock = threading.Lock()
+        self._last_seq = 0
+        self._cached_memories: _Lru[str, Memory] = _Lru(CACHED_MEMORIES)
+        # tenant -> (min_intensity, max_valence) -> (expires at, candidates). Recall reads tone candidates every
+        # turn; this process's own trace writes and deletions drop a tenant's entries at once, and other
+        # processes' writes show within TONE_CACHE_S.
+        self._tone_cache: dict[str, dict[tuple[float, float], tuple[float, ToneCandidates]]] = {}
+        self._tenants: _Lru[str, str] = _Lru(4 * CACHED_MEMORIES)  # memory id -> tenant (never changes)
+        self._session_tenants: _Lru[str, str] = _Lru(CACHED_MEMORIES)  # owned session id -> tenant
+
+    # -- setup --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _connect(url: str, *, grpc_port: int, api_key: str | None, timeout_s: float) -> weaviate.WeaviateClient:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(f"Weaviate URL {url!r} must look like http://host:port")
+        secure = parts.scheme == "https"
+        with _translated(f"connect to {url}"):
+            try:
+                return weaviate.connect_to_custom(
+                    http_host=parts.hostname, http_port=parts.port or (443 if secure else 80), http_secure=secure,
+                    grpc_host=parts.hostname, grpc_port=grpc_port, grpc_secure=secure,
+                    auth_credentials=None if api_key is None else Auth.api_key(api_key),
+                    additional_config=AdditionalConfig(
+                        timeout=Timeout(init=min(timeout_s, 30.0), query=timeout_s, insert=timeout_s)
+                    ),
+                )
+            except ValueError as exc:  # the client validates its connection parameters (pydantic)
+                raise ConfigurationError(f"cannot connect to Weaviate at {url} (gRPC port {grpc_port}): {exc}") from exc
+
+    def _collection(
+        self, name: str, schema: list[Property], *, multi_tenant: bool, description: str
+    ) -> Collection[Props, None]:
+        if not self._client.collections.exists(name):
+            try:
+                self._client.collections.create(
+                    name,
+                    description=description,
+                    properties=schema,
+                    # Explicit even where nothing is stored: a server's default vectorizer must never run.
+                    vector_config=Configure.Vectors.self_provided(
+                        vector_index_config=Configure.VectorIndex.flat(distance_metric=VectorDistances.COSINE)
+                    ),
+                    multi_tenancy_config=Configure.multi_tenancy(
+                        enabled=multi_tenant, auto_tenant_creation=multi_tenant,
+                        auto_tenant_activation=multi_tenant,
+                    ),
+                    inverted_index_config=Configure.inverted_index(
+                        bm25_k1=RetrievalParams().bm25_k1, bm25_b=RetrievalParams().bm25_b,
+                        stopwords_preset=StopwordsPreset.NONE,
+                    ),
+                )
+            except wx.UnexpectedStatusCodeError:
+                if not self._client.collections.exists(name):  # else another process created it meanwhile
+                    raise
+        collection: Collection[Props, None] = self._client.collections.use(name)
+        config = collection.config.get()
+        if config.multi_tenancy_config.enabled != multi_tenant:
+            raise ConfigurationError(
+                f"the Weaviate collection {name} exists with multi-tenancy "
+                f"{'on' if config.multi_tenancy_config.enabled else 'off'}; this store needs it "
+                f"{'on' if multi_tenant else 'off'}. Use another collection prefix."
+            )
+        return collection
+
+    def _check_memory_collection(self) -> None:
+        # Vectors of two embedding models never mix: the collection is bound to the model that created it.
+        config = self._memories.config.get()
+        try:
+            found = json.loads(config.description or "")
+            model, dimension = found["embedding_model"], found["dimension"]
+        except (ValueError, KeyError, TypeError):
+            raise ConfigurationError(
+                f"the Weaviate collection {config.name} was not made by feltsense (its description does not "
+                "name an embedding model); use another collection prefix"
+            ) from None
+        if model != self._model or dimension != self._dimension:
+            raise ConfigurationError(
+                f"the Weaviate collection {config.name} holds vectors of {model} ({dimension}-d); this engine "
+                f"embeds with {self._model} ({self._dimension}-d). Use another collection prefix or re-embed."
+            )
+        vectors = list(config.vector_config.values()) if config.vector_config else []
+        if len(vectors) != 1 or vectors[0].vectorizer.vectorizer != Vectorizers.NONE or (
+            getattr(vectors[0].vector_index_config, "distance_metric", None) != VectorDistances.COSINE
+        ):
+            raise ConfigurationError(
+                f"the Weaviate collection {config.name} must have one self-provided vector with cosine distance"
+            )
+
+    def _check_reachable(self, action: str) -> None:
+        """While the server is known to be down, answer at once rather than through the client's retries.
+
+        The client retries a gRPC call that finds the server unavailable with exponential backoff, about a
+        minute in all, and that is not configurable. The first call to meet an outage pays it; after that
+        every call asks the readiness endpoint first (connection refused is instant) until it answers.
+        """
+        if not self._down:
+            return
+        try:
+            ready = httpx.get(self._ready_url, timeout=self._probe_timeout_s).status_code == 200
+        except httpx.HTTPError:
+            ready = False
+        if not ready:
+            raise BackendUnavailable(f"Weaviate is unreachable ({action}): {self._ready_url} does not answer",
+                                     backend=BACKEND)
+        self._down = False
+
+    def _next_seqs(self, count: int) -> list[int]:
+        """Ingest order: increasing within this process, and microseconds since the epoch across processes
+        (below 2**53, so the server's number handling cannot reorder it)."""
+        with self._seq_lock:
+            start = max(self._last_seq + 1, time.time_ns() // 1000)
+            self._last_seq = start + count - 1
+        return list(range(start, start + count))
+
+    # -- reading helpers ----------------------------------------------------------------------------------
+
+    def _in(self, tenant: str) -> Collection[Props, None]:
+        return self._memories.with_tenant(tenant)
+
+    @staticmethod
+    def _by_ids(
+        collection: Collection[Props, None], ids: Iterable[UUID], properties: list[str], *,
+        include_vector: bool = False,
+    ) -> list[Stored]:
+        """Objects by id (the ones that exist), a page at a time. An absent tenant holds nothing."""
+        unique = list(dict.fromkeys(ids))
+        found: list[Stored] = []
+        try:
+            for chunk in _chunks(unique, PAGE):
+                found.extend(collection.query.fetch_objects(
+                    filters=Filter.by_id().contains_any(list(chunk)), limit=len(chunk),
+                    return_properties=properties, include_vector=include_vector,
+                ).objects)
+        except wx.WeaviateQueryError as exc:
+            if _missing_tenant(exc):
+                return []
+            raise
+        return found
+
+    @staticmethod
+    def _all(
+        collection: Collection[Props, None], filters: FilterReturn | None, properties: list[str], *,
+        sort: str | None = "seq", limit: int | None = None,
+    ) -> list[Stored]:
+        """Every object matching the filters, in ``sort`` order, a page at a time (up to the server's
+        QUERY_MAXIMUM_RESULTS). An absent tenant holds nothing."""
+        found: list[Stored] = []
+        try:
+            while limit is None or len(found) < limit:
+                page = PAGE if limit is None else min(PAGE, limit - len(found))
+                objects = collection.query.fetch_objects(
+                    filters=filters, limit=page, offset=len(found), return_properties=properties,
+                    sort=None if sort is None else Sort.by_property(sort, ascending=True),
+                ).objects
+                found.extend(objects)
+                if len(objects) < page:
+                    break
+        except wx.WeaviateQueryError as exc:
+            if _missing_tenant(exc):
+                return []
+            raise
+        return found
+
+    def _remember(self, memory: Memory) -> None:
+        self._cached_memories.put(memory.memory_id, memory)
+        self._tenants.put(memory.memory_id, tenant_for(memory.partition))
+
+    def _locate(self, memory_ids: Iterable[str]) -> dict[str, str]:
+        """Memory id -> tenant, for the ids that exist: the cache first, then the directory."""
+        located: dict[str, str] = {}
+        unknown: list[str] = []
+        for memory_id in dict.fromkeys(memory_ids):
+            tenant = self._tenants.get(memory_id)
+            if tenant is None:
+                unknown.append(memory_id)
+            else:
+                located[memory_id] = tenant
+        if unknown:
+            for entry in self._by_ids(self._directory, (_id("memory", m) for m in unknown),
+                                      ["memory_id", "tenant"]):
+                located[entry.properties["memory_id"]] = entry.properties["tenant"]
+                self._tenants.put(entry.properties["memory_id"], entry.properties["tenant"])
+        return located
+
+    def _objects(
+        self, memory_ids: Iterable[str], properties: list[str], *, include_vector: bool = False
+    ) -> dict[str, Stored]:
+        """Memory id -> stored object, read from each memory's tenant."""
+        by_tenant: dict[str, list[UUID]] = defaultdict(list)
+        for memory_id, tenant in self._locate(memory_ids).items():
+            by_tenant[tenant].append(_id("memory", memory_id))
+        found: dict[str, Stored] = {}
+        for tenant, ids in by_tenant.items():
+            for obj in self._by_ids(self._in(tenant), ids, [*properties, "memory_id"],
+                                    include_vector=include_vector):
+                found[obj.properties["memory_id"]] = obj
+        return found
+
+    def _session_tenant(self, session_id: str) -> str | None:
+        tenant = self._session_tenants.get(session_id)
+        if tenant is None:
+            record = self._by_ids(self._sessions, [_id("session", session_id)], ["tenant"])
+            if record and record[0].properties.get("tenant"):
+                tenant = str(record[0].properties["tenant"])
+                self._session_tenants.put(session_id, tenant)
+        return tenant
+
+    # -- writes -------------------------------------------------------------------------------------------
+
+    def _claim_sessions(self, owners: Mapping[str, Partition]) -> None:
+        """Record each session's owner (a session belongs to one partition for good)."""
+        unknown = {}
+        for session_id, partition in owners.items():
+            tenant = tenant_for(partition)
+            known = self._session_tenants.get(session_id)
+            if known is None:
+                unknown[session_id] = (tenant, partition)
+            elif known != tenant:
+                raise InvalidInput(f"session {session_id!r} already belongs to another character or user",
+                                   field="session_id")
+        if not unknown:
+            return
+        records = {r.properties["session_id"]: r for r in self._by_ids(
+            self._sessions, (_id("session", s) for s in unknown), ["session_id", "tenant"])}
+        fresh = []
+        for session_id, (tenant, partition) in unknown.items():
+            record = records.get(session_id)
+            owner = {"tenant": tenant, "character_id": partition.character_id, "user_id": partition.user_id}
+            if record is None:
+                fresh.append(DataObject(properties={"session_id": session_id, **owner, "closed": False,
+                                                    "pending": False}, uuid=_id("session", session_id)))
+            elif not record.properties.get("tenant"):  # closed before any turn arrived: claim it now
+                self._sessions.data.update(uuid=_id("session", session_id), properties=owner)
+            elif record.properties["tenant"] != tenant:
+                raise InvalidInput(f"session {session_id!r} already belongs to another character or user",
+                                   field="session_id")
+        if fresh:
+            _check_inserted(self._sessions.data.insert_many(fresh), "sessions")
+        for session_id, (tenant, _) in unknown.items():
+            self._session_tenants.put(session_id, tenant)
+
+    def _update_session(self, session_id: str, properties: Props) -> None:
+        uuid = _id("session", session_id)
+        try:
+            self._sessions.data.update(uuid=uuid, properties=properties)
+        except wx.UnexpectedStatusCodeError as exc:
+            if exc.status_code != 404:
+                raise
+            # A session closed before any of its turns arrived: recorded without an owner until they do.
+            record = {"session_id": session_id, "tenant": "", "character_id": "", "user_id": "", "closed": False,
+                      "pending": False}
+            _check_inserted(self._sessions.data.insert_many([DataObject(properties={**record, **properties},
+                                                                        uuid=uuid)]), "sessions")
+
+    def _refresh_pending(self, sessions: Mapping[str, str], pending: set[str]) -> None:
+        """Keep each session's pending flag true exactly while one of its traces is pending."""
+        for session_id, tenant in sessions.items():
+            still = session_id in pending or bool(self._all(
+                self._in(tenant),
+                Filter.all_of([Filter.by_property("session_id").equal(session_id),
+                               Filter.by_property("trace_status").equal(TraceStatus.PENDING.value)]),
+                ["memory_id"], sort=None, limit=1,
+            ))
+            self._update_session(session_id, {"pending": still})
+
+    @_boundary("store turns")
+    def add_turns(self, turns: Sequence[Turn]) -> list[bool]:
+        if not turns:
+            return []
+        with self._write_lock:
+            stored = {obj.uuid for obj in self._by_ids(self._turns, (_id("turn", t.turn_id) for t in turns),
+                                                       ["turn_id"])}
+            new: list[bool] = []
+            fresh: list[Turn] = []
+            for turn in turns:
+                uuid = _id("turn", turn.turn_id)
+                new.append(uuid not in stored)
+                if uuid not in stored:
+                    stored.add(uuid)
+                    fresh.append(turn)
+            if fresh:
+                self._claim_sessions({t.session_id: Partition(character_id=t.character_id, user_id=t.user_id)
+                                      for t in fresh})
+                objects = [
+                    DataObject(properties={
+                        "turn_id": t.turn_id, "session_id": t.session_id, "character_id": t.character_id,
+                        "user_id": t.user_id, "role": t.role, "text": t.text, "timestamp": t.timestamp,
+                        "seq": seq,
+                    }, uuid=_id("turn", t.turn_id))
+                    for t, seq in zip(fresh, self._next_seqs(len(fresh)), strict=True)
+                ]
+                _check_inserted(self._turns.data.insert_many(objects), "turns")
+        return new
+
+    def _check_vectors(self, count: int, vectors: NDArray[np.float32], field: str) -> None:
+        if len(vectors) != count:
+            raise InvalidInput(f"{count} {field} but {len(vectors)} vectors", field="vectors")
+        if count and (vectors.ndim != 2 or vectors.shape[1] != self._dimension):
+            raise InvalidInput(f"vectors are {vectors.shape[-1]}-d, the store holds {self._dimension}-d",
+                               field="vectors")
+
+    @_boundary("store memories")
+    def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32] | None) -> None:
+        if vectors is not None:
+            self._check_vectors(len(memories), vectors, "memories")
+        if not memories:
+            return
+        with self._write_lock:
+            stored = {obj.uuid for obj in self._by_ids(
+                self._directory, (_id("memory", m.memory_id) for m in memories), ["memory_id"])}
+            fresh: list[int] = []
+            for i, memory in enumerate(memories):
+                uuid = _id("memory", memory.memory_id)
+                if uuid not in stored:
+                    stored.add(uuid)
+                    fresh.append(i)
+            if not fresh:
+                return
+            self._claim_sessions({memories[i].session_id: memories[i].partition for i in fresh})
+            seqs = self._next_seqs(len(fresh))
+            by_tenant: dict[str, list[DataObject[Props, None]]] = defaultdict(list)
+            for i, seq in zip(fresh, seqs, strict=True):
+                memory = memories[i]
+                by_tenant[tenant_for(memory.partition)].append(DataObject(
+                    properties=_memory_properties(memory, seq), uuid=_id("memory", memory.memory_id),
+                    vector=None if vectors is None else np.asarray(vectors[i], dtype=np.float32).tolist(),
+                ))
+            for tenant, objects in by_tenant.items():
+                _check_inserted(self._in(tenant).data.insert_many(objects), "memories")
+            # The directory entry last: it is what says a memory is stored, so a write that fails halfway is
+            # redone in full when the memory is sent again.
+            _check_inserted(self._directory.data.insert_many([
+                DataObject(properties={
+                    "memory_id": memories[i].memory_id, "tenant": tenant_for(memories[i].partition),
+                    "seq": seq, "has_vector": vectors is not None,
+                }, uuid=_id("memory", memories[i].memory_id))
+                for i, seq in zip(fresh, seqs, strict=True)
+            ]), "memories (directory)")
+            for i in fresh:
+                self._remember(memories[i])
+
+    @_boundary("store vectors")
+    def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
+        self._check_vectors(len(memory_ids), vectors, "ids")
+        with self._write_lock:
+            located = self._locate(memory_ids)
+            for memory_id, vector in zip(memory_ids, vectors, strict=True):
+                tenant = located.get(memory_id)
+                if tenant is None:
+                    continue  # as in the embedded store: an id that is not stored is ignored
+                uuid = _id("memory", memory_id)
+                try:
+                    self._in(tenant).data.update(uuid=uuid, vector=np.asarray(vector, dtype=np.float32).tolist())
+                    self._directory.data.update(uuid=uuid, properties={"has_vector": True})
+                except wx.UnexpectedStatusCodeError as exc:
+                    if exc.status_code != 404:  # 404: deleted since it was located
+                        raise
+
+    @_boundary("store traces")
+    def put_traces(self, traces: Sequence[Trace]) -> None:
+        if not traces:
+            return
+        with self._write_lock:
+            memories = {m.memory_id: m for m in self.get_memories([t.memory_id for t in traces])}
+            for trace in traces:
+                if trace.memory_id not in memories:
+                    raise NotFound(f"no memory {trace.memory_id!r} to write a trace beside")
+            sessions: dict[str, str] = {}
+            pending: set[str] = set()
+            for trace in {t.memory_id: t for t in traces}.values():  # the last trace per memory wins
+                memory = memories[trace.memory_id]
+                tenant = tenant_for(memory.partition)
+                self._in(tenant).data.update(uuid=_id("memory", memory.memory_id),
+                                             properties=_trace_properties(trace, memory.text))
+                sessions[memory.session_id] = tenant
+                self._tone_cache.pop(tenant, None)
+                if trace.status is TraceStatus.PENDING:
+                    pending.add(memory.session_id)
+            self._refresh_pending(sessions, pending)
+
+    @_boundary("mark a session closed")
+    def mark_session_closed(self, session_id: str, closed_at: datetime) -> None:
+        with self._write_lock:
+            self._update_session(session_id, {"closed": True, "closed_at": closed_at})
+
+    @_boundary("delete memories")
+    def delete_memories(self, memory_ids: Sequence[str]) -> None:
+        """Forget memories and their traces (their turns stay). Ids that are not stored are ignored."""
+        with self._write_lock:
+            memories = self.get_memories(memory_ids)
+            by_tenant: dict[str, list[UUID]] = defaultdict(list)
+            sessions: dict[str, str] = {}
+            for memory in memories:
+                by_tenant[tenant_for(memory.partition)].append(_id("memory", memory.memory_id))
+                sessions[memory.session_id] = tenant_for(memory.partition)
+            for tenant, ids in by_tenant.items():
+                self._tone_cache.pop(tenant, None)
+                for chunk in _chunks(ids, PAGE):
+                    _check_deleted(self._in(tenant).data.delete_many(
+                        where=Filter.by_id().contains_any(list(chunk))))
+            ids = [_id("memory", m.memory_id) for m in memories]
+            for chunk in _chunks(ids, PAGE):
+                _check_deleted(self._directory.data.delete_many(where=Filter.by_id().contains_any(list(chunk))))
+            for memory in memories:
+                self._cached_memories.drop(memory.memory_id)
+                self._tenants.drop(memory.memory_id)
+            self._refresh_pending(sessions, set())
+
+    # -- reads --------------------------------------------------------------------------------------------
+
+    @_boundary("read turns")
+    def get_turns(self, session_id: str) -> list[Turn]:
+        found = self._all(self._turns, Filter.by_property("session_id").equal(session_id),
+                          [p.name for p in TURN_SCHEMA])
+        return [_turn_from(obj.properties) for obj in found]
+
+    @_boundary("read a session's memories")
+    def session_memories(self, session_id: str) -> list[Memory]:
+        tenant = self._session_tenant(session_id)
+        if tenant is None:
+            return []
+        found = self._all(self._in(tenant), Filter.by_property("session_id").equal(session_id),
+                          _MEMORY_PROPERTIES)
+        memories = [_memory_from(obj.properties) for obj in found]
+        for memory in memories:
+            self._remember(memory)
+        return memories
+
+    @_boundary("read memories")
+    def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        found: dict[str, Memory] = {}
+        missing = []
+        for memory_id in memory_ids:
+            cached = self._cached_memories.get(memory_id)
+            if cached is None:
+                missing.append(memory_id)
+            else:
+                found[memory_id] = cached
+        if missing:
+            for memory_id, obj in self._objects(missing, _MEMORY_PROPERTIES).items():
+                found[memory_id] = _memory_from(obj.properties)
+                self._remember(found[memory_id])
+        return [found[m] for m in memory_ids if m in found]
+
+    @_boundary("read vectors")
+    def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:
+        out = np.full((len(memory_ids), self._dimension), np.nan, dtype=np.float32)
+        if not memory_ids:
+            return out
+        found = self._objects(memory_ids, [], include_vector=True)
+        for row, memory_id in enumerate(memory_ids):
+            obj = found.get(memory_id)
+            vectors = None if obj is None else obj.vector
+            if vectors:
+                out[row] = np.asarray(next(iter(vectors.values())), dtype=np.float32)
+        return out
+
+    @_boundary("read traces")
+    def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]:
+        if not memory_ids:
+            return {}
+        found = self._objects(memory_ids, ["trace"])
+        return {memory_id: Trace.model_validate_json(obj.properties["trace"])
+                for memory_id, obj in found.items() if obj.properties.get("trace")}
+
+    @_boundary("read unembedded memories")
+    def unembedded(self, limit: int) -> list[Memory]:
+        entries = self._all(self._directory, Filter.by_property("has_vector").equal(False),
+                            ["memory_id", "tenant"], limit=limit)
+        for entry in entries:
+            self._tenants.put(entry.properties["memory_id"], entry.properties["tenant"])
+        ids = [entry.properties["memory_id"] for entry in entries]
+        memories = self.get_memories(ids)
+        if len(memories) < len(ids):
+            # Entries whose memory is gone (deleted, or its write failed) would hold the queue's head forever.
+            alive = {m.memory_id for m in memories}
+            with self._write_lock:
+                for memory_id in ids:
+                    if memory_id not in alive:
+                        self._directory.data.delete_by_id(_id("memory", memory_id))
+                        self._tenants.drop(memory_id)
+        return memories
+
+    @_boundary("read tone candidates")
+    def tone_candidates(
+        self, partition: Partition, *, min_intensity: float, max_valence: float
+    ) -> ToneCandidates:
+        tenant = tenant_for(partition)
+        cached = self._tone_cache.get(tenant, {}).get((min_intensity, max_valence))
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        found = self._all(self._in(tenant), Filter.all_of([
+            Filter.by_property("trace_status").equal(TraceStatus.COMPLETE.value),
+            Filter.by_property("kind").equal(MemoryKind.EMOTIONAL.value),
+            Filter.by_property("intensity").greater_or_equal(min_intensity),
+            Filter.by_property("valence").less_or_equal(max_valence),
+        ]), ["memory_id", "session_id", "register", "intensity", "valence", "created_epoch"])
+        episodes: dict[tuple[str, str], int] = {}  # (session, register) -> episode number
+        memory_ids, session_ids, episode, intensity, valence, created = [], [], [], [], [], []
+        for obj in found:
+            props = obj.properties
+            memory_ids.append(props["memory_id"])
+            self._tenants.put(props["memory_id"], tenant)
+            session_ids.append(props["session_id"])
+            episode.append(episodes.setdefault((props["session_id"], props["register"]), len(episodes)))
+            intensity.append(float(props["intensity"]))
+            valence.append(float(props["valence"]))
+            created.append(float(props["created_epoch"]))
+        candidates = ToneCandidates(
+            memory_ids=memory_ids,
+            episode=np.asarray(episode, dtype=np.int64),
+            session_ids=session_ids,
+            intensity=np.asarray(intensity, dtype=np.float64),
+            valence=np.asarray(valence, dtype=np.float64),
+            created_epoch=np.asarray(created, dtype=np.float64),
+        )
+        self._tone_cache.setdefault(tenant, {})[(min_intensity, max_valence)] = (
+            time.monotonic() + TONE_CACHE_S, candidates
+        )
+        return candidates
+
+    @_boundary("read pending sessions")
+    def pending_sessions(self) -> list[str]:
+        found = self._all(self._sessions, Filter.all_of([Filter.by_property("closed").equal(True),
+                                                         Filter.by_property("pending").equal(True)]),
+                          ["session_id"], sort=None)
+        return sorted(obj.properties["session_id"] for obj in found)
+
+    @_boundary("read closed sessions")
+    def closed_sessions(self, session_ids: Sequence[str]) -> set[str]:
+        found = self._by_ids(self._sessions, (_id("session", s) for s in session_ids), ["session_id", "closed"])
+        return {obj.properties["session_id"] for obj in found if obj.properties.get("closed")}
+
+    @_boundary("count memories")
+    def count(self, partition: Partition) -> int:
+        try:
+            total = self._in(tenant_for(partition)).aggregate.over_all(total_count=True).total_count
+        except wx.WeaviateQueryError as exc:
+            if _missing_tenant(exc):
+                return 0
+            raise
+        return int(total or 0)
+
+    # -- stage one ----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _visible(exclude_session: str | None, created_before: datetime) -> list[FilterReturn]:
+        visible = [Filter.by_property("created_at").less_or_equal(created_before)]
+        if exclude_session is not None:
+            visible.append(Filter.by_property("session_id").not_equal(exclude_session))
+        return visible
+
+    @_boundary("search")
+    def search(
+        self,
+        partition: Partition,
+        *,
+        query_vector: NDArray[np.float32] | None,
+        query_text: str,
+        params: RetrievalParams,
+        exclude_session: str | None,
+        created_before: datetime,
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        counts = {"vector": 0, "lexical": 0, "fused": 0, "dropped_below_floor": 0}
+        query_terms = " ".join(dict.fromkeys(terms(query_text)))
+        if query_vector is None and not query_terms:
+            return [], counts
+        try:
+            results = self._in(tenant_for(partition)).query.hybrid(
+                query=query_terms,
+                vector=None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tolist(),
+                # Strictly between 0 and 1 whenever there is a vector: at 0 or 1 Weaviate skips a leg, and
+                # both legs' scores are needed here whatever the profile's weights.
+                alpha=min(max(params.vector_weight, 0.01), 0.99) if query_vector is not None else 0.0,
+                fusion_type=HybridFusion.RELATIVE_SCORE,
+                query_properties=["terms"],
+                filters=Filter.all_of(self._visible(exclude_session, created_before)),
+                limit=params.candidates * OVERFETCH,
+                return_properties=_MEMORY_PROPERTIES,
+                return_metadata=MetadataQuery(explain_score=True),
+            ).objects
+        except wx.WeaviateQueryError as exc:
+            if _missing_tenant(exc):
+                return [], counts
+            raise
+        if not results:
+            return [], counts
+
+        n = len(results)
+        cosine = np.full(n, -1.0)
+        bm25 = np.zeros(n)
+        in_vector = np.zeros(n, dtype=bool)
+        for row, obj in enumerate(results):
+            explained = _EXPLAINED.findall(obj.metadata.explain_score or "")
+            if not explained:
+                raise BackendRejected(
+                    f"cannot read Weaviate's hybrid explanation {obj.metadata.explain_score!r} (is the server a "
+                    "version this adapter was tested with?)", backend=BACKEND,
+                )
+            for leg, score in explained:
+                if leg == "vector":
+                    cosine[row], in_vector[row] = float(score), True
+                else:
+                    bm25[row] = float(score)
+        vector_hit = in_vector & (cosine >= params.vector_min_similarity)
+        lexical_hit = bm25 > 0.0
+        lexical = bm25 / bm25.max() if lexical_hit.any() else bm25
+        relevance, keep = fuse(
+            normalise_similarity(cosine, min_similarity=params.vector_min_similarity,
+                                 full_similarity=params.vector_full_similarity),
+            lexical, vector_hit, lexical_hit,
+            vector_weight=params.vector_weight if query_vector is not None else 0.0,
+            lexical_weight=params.lexical_weight if query_vector is not None else 1.0,
+            lexical_only_cap=params.lexical_only_cap if query_vector is not None else 1.0,
+            fused_floor=params.fused_floor,
+        )
+        counts["vector"] = int(np.count_nonzero(vector_hit))
+        counts["lexical"] = int(np.count_nonzero(lexical_hit))
+        counts["dropped_below_floor"] = int(np.count_nonzero((vector_hit | lexical_hit) & ~keep))
+        rows = np.flatnonzero(keep)
+        # Best first; ties keep Weaviate's order, so the same store answers the same query the same way.
+        rows = rows[np.argsort(-relevance[rows], kind="stable")][: params.candidates]
+        counts["fused"] = len(rows)
+        candidates = []
+        for row in rows.tolist():
+            self._remember(_memory_from(results[row].properties))  # recall asks for these memories next
+            legs = tuple(leg for leg, hit in ((Leg.VECTOR, vector_hit[row]), (Leg.LEXICAL, lexical_hit[row]))
+                         if hit)
+            candidates.append(Candidate(
+                memory_id=results[row].properties["memory_id"],
+                relevance=float(relevance[row]),
+                vector_score=float(cosine[row]) if vector_hit[row] else None,
+                lexical_score=float(lexical[row]) if lexical_hit[row] else None,
+                legs=legs,
+            ))
+        return candidates, counts
+
+    @_boundary("search by substring")
+    def substring_search(
+        self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
+        created_before: datetime,
+    ) -> list[Candidate]:
+        needles = [w for w in dict.fromkeys(words(query_text)) if len(w) > 2]
+        if not needles:
+            return []
+        contains = Filter.any_of([Filter.by_property("folded").like(f"*{w}*") for w in needles])
+        found = self._all(self._in(tenant_for(partition)),
+                          Filter.all_of([*self._visible(exclude_session, created_before), contains]),
+                          ["memory_id", "folded"])
+        out = []
+        for obj in found:
+            text = obj.properties["folded"]
+            hits = sum(1 for w in needles if w in text)
+            if hits:
+                out.append(Candidate(memory_id=obj.properties["memory_id"], relevance=hits / len(needles),
+                                     legs=(Leg.SUBSTRING,)))
+        out.sort(key=lambda c: -c.relevance)
+        return out[:limit]
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _check_deleted(result: DeleteManyReturn[None]) -> None:
+    if result.failed:
+        raise BackendRejected(f"Weaviate failed to delete {result.failed} objects", backend=BACKEND)
