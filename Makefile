@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m tests.servers.weaviate build
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -v  # -v: the log shows each backend's contract tests by name
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
