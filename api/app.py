@@ -20,6 +20,11 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.auth import KeyStore, Principal, scoped
+from api.memories import memory_routes
+from api.security import authenticator, require
+from api.tenancy import scope_query, scope_turn, unscope_result
+from api.tuning import tuning_routes
 from engine.errors import (
     BackendRejected,
     BackendUnavailable,
@@ -30,6 +35,7 @@ from engine.errors import (
 )
 from engine.models import AwareDatetime, CloseReport, IngestReport, RecallQuery, RecallResult, Turn
 from engine.service import Engine
+from engine.tuning_store import TuningStore
 
 log = logging.getLogger("feltsense.api")
 access = logging.getLogger("feltsense.access")
@@ -88,21 +94,27 @@ def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Res
 
 
 @post("/v1/turns", status_code=200, sync_to_thread=True, summary="Append turns (idempotent by turn id)")
-def ingest_turns(data: TurnBatch, engine: Engine) -> IngestReport:
-    return engine.ingest(data.turns)
+def ingest_turns(data: TurnBatch, engine: Engine, principal: Principal) -> IngestReport:
+    require(principal, "runtime")
+    return engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
 
 
 @post("/v1/sessions/{session_id:str}/close", status_code=200, sync_to_thread=True,
       summary="Close a session: run the write-time pass over its memories")
-def close_session(session_id: str, engine: Engine, data: CloseRequest | None = None) -> CloseReport:
+def close_session(
+    session_id: str, engine: Engine, principal: Principal, data: CloseRequest | None = None
+) -> CloseReport:
+    require(principal, "runtime")
     closed_at: datetime | None = data.closed_at if data else None
-    return engine.close_session(session_id, closed_at=closed_at)
+    report = engine.close_session(scoped(principal.org, session_id), closed_at=closed_at)
+    return report.model_copy(update={"session_id": session_id})
 
 
 @post("/v1/recall", status_code=200, sync_to_thread=True,
       summary="Recall for one turn: ranked memories, tone constraints and the assembled context")
-def recall(data: RecallQuery, engine: Engine) -> RecallResult:
-    result = engine.recall(data)
+def recall(data: RecallQuery, engine: Engine, principal: Principal) -> RecallResult:
+    require(principal, "runtime", "evaluator")
+    result = unscope_result(principal.org, engine.recall(scope_query(principal.org, data)))
     # The access log records which mode answered, so a stretch of degraded recall can be found afterwards.
     access.log(
         logging.INFO if result.trace.mode == "hybrid" else logging.WARNING,
@@ -118,8 +130,12 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
-def create_app(engine: Engine, *, retry_interval_s: float = 30.0) -> Litestar:
-    """The app over one engine. Pending traces are retried in the background every ``retry_interval_s``."""
+def create_app(
+    engine: Engine, *, keys: KeyStore, tuning: TuningStore | None = None, retry_interval_s: float = 30.0
+) -> Litestar:
+    """The app over one engine. Every request authenticates with a key from ``keys``; tuning endpoints need a
+    persistent ``tuning`` store. The background pass (vector backfill, pending traces) runs every
+    ``retry_interval_s``."""
 
     @contextlib.asynccontextmanager
     async def retry_pending(app: Litestar) -> AsyncIterator[None]:
@@ -140,8 +156,12 @@ def create_app(engine: Engine, *, retry_interval_s: float = 30.0) -> Litestar:
                 await task
 
     return Litestar(
-        route_handlers=[ingest_turns, close_session, recall, healthz],
-        dependencies={"engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False)},
+        route_handlers=[ingest_turns, close_session, recall, healthz, *memory_routes, *tuning_routes],
+        dependencies={
+            "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
+            "principal": Provide(authenticator(keys), sync_to_thread=False),
+            "tuning": Provide(lambda: tuning, use_cache=True, sync_to_thread=False),
+        },
         exception_handlers={
             ValidationException: _validation_problem,
             FeltsenseError: _domain_problem,

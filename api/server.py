@@ -5,21 +5,35 @@ from __future__ import annotations
 import logging
 
 from api.app import create_app
+from api.auth import KeyStore
 from engine.factory import build_engine
 from engine.settings import Settings
+from engine.tuning_store import TuningStore
+
+DEV_KEY_LINE = "feltsense development key (org dev, role runtime): {key}"
+
+
+def key_store(settings: Settings) -> KeyStore:
+    return KeyStore(settings.data_dir / "keys.sqlite3")
 
 
 def serve(settings: Settings) -> None:
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    engine = build_engine(settings)
-    app = create_app(engine, retry_interval_s=settings.background_interval_s)
-    logging.getLogger("feltsense").info(
-        "feltsense on http://%s:%d (data in %s; OpenAPI docs at /docs)", settings.host, settings.port,
-        settings.data_dir.resolve(),
-    )
+    tuning = TuningStore(settings.data_dir / "tuning.sqlite3")
+    keys = key_store(settings)
+    engine = build_engine(settings, profiles=tuning)
+    app = create_app(engine, keys=keys, tuning=tuning, retry_interval_s=settings.background_interval_s)
+    log = logging.getLogger("feltsense")
+    if settings.store == "embedded":
+        # The embedded default works out of the box: a development key, kept in the data directory.
+        print(DEV_KEY_LINE.format(key=keys.development_key(settings.data_dir / "dev-key")), flush=True)
+    log.info("feltsense on http://%s:%d (data in %s; OpenAPI docs at /docs)", settings.host, settings.port,
+             settings.data_dir.resolve())
     try:
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
     finally:
         engine.close()
+        tuning.close()
+        keys.close()

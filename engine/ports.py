@@ -110,6 +110,10 @@ class MemoryStore(Protocol):
 
     def session_memories(self, session_id: str) -> list[Memory]: ...
 
+    def list_memories(self, partition: Partition, *, offset: int, limit: int) -> list[Memory]:
+        """One partition's memories in ingest order, a page at a time."""
+        ...
+
     def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]: ...
 
     def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:

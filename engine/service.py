@@ -7,8 +7,9 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from engine.errors import NotFound
 from engine.ingest import Ingestor
-from engine.models import CloseReport, IngestReport, RecallQuery, RecallResult, Turn
+from engine.models import CloseReport, IngestReport, Memory, Partition, RecallQuery, RecallResult, Trace, Turn
 from engine.ports import Classifier, Embedder, MemoryStore
 from engine.recall import Recaller
 from engine.tuning import ProfileSource
@@ -74,6 +75,25 @@ class Engine:
             except Exception as exc:  # a provider still down: try again next time
                 log.warning("background %s pass failed: %s", key, exc)
         return done
+
+    def memories(self, partition: Partition, *, offset: int, limit: int) -> list[tuple[Memory, Trace | None]]:
+        """One partition's memories with their traces, in ingest order, a page at a time."""
+        found = self.store.list_memories(partition, offset=offset, limit=limit)
+        traces = self.store.get_traces([m.memory_id for m in found])
+        return [(m, traces.get(m.memory_id)) for m in found]
+
+    def memory(self, memory_id: str, partition: Partition) -> tuple[Memory, Trace | None]:
+        """One memory with its trace; NotFound unless it belongs to ``partition`` (never reveal another's)."""
+        found = self.store.get_memories([memory_id])
+        if not found or found[0].partition != partition:
+            raise NotFound(f"no memory {memory_id!r}")
+        return found[0], self.store.get_traces([memory_id]).get(memory_id)
+
+    def forget(self, memory_id: str, partition: Partition) -> None:
+        """Delete one memory, its trace, vector and lexical entries; NotFound unless it is ``partition``'s."""
+        self.memory(memory_id, partition)
+        with self._write_lock:
+            self.store.delete_memories([memory_id])
 
     def recall(self, query: RecallQuery) -> RecallResult:
         return self._recaller.recall(query)

@@ -55,7 +55,38 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(commands)
     _add_eval(commands)
     _add_bench(commands)
+    _add_keys(commands)
     return parser
+
+
+def _add_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    keys = commands.add_parser("keys", help="API keys")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
+    create = key_commands.add_parser("create", help="create a key and print it (the only time it is shown)")
+    create.add_argument("--org", required=True, help="the organisation the key belongs to")
+    create.add_argument("--role", required=True, choices=["runtime", "director", "evaluator", "admin"])
+    create.add_argument("--label", default="", help="a note kept with the key")
+    create.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
+    create.set_defaults(handler=handle_keys_create)
+
+
+def handle_keys_create(args: argparse.Namespace, runtime: Runtime) -> int:
+    from api.server import key_store
+    from engine.settings import Settings
+
+    settings = Settings() if args.data_dir is None else Settings(data_dir=args.data_dir)
+    store = key_store(settings)
+    try:
+        token = store.create(args.org, args.role, label=args.label)
+    except ValueError as exc:
+        print(f"feltsense keys create: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
+    finally:
+        store.close()
+    print(token, file=runtime.stdout)
+    print(f"(org {args.org}, role {args.role}; stored hashed: this is the only time it is shown)",
+          file=runtime.stderr)
+    return EXIT_OK
 
 
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -438,6 +438,15 @@ class EmbeddedStore:
             ).fetchall()
         return [self._memory(r) for r in rows]
 
+    def list_memories(self, partition: Partition, *, offset: int, limit: int) -> list[Memory]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
+                "ORDER BY seq LIMIT ? OFFSET ?",
+                (partition.character_id, partition.user_id, limit, offset),
+            ).fetchall()
+        return [self._memory(r) for r in rows]
+
     def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
             return []

@@ -822,6 +822,20 @@ class WeaviateStore:
             self._remember(memory)
         return memories
 
+    @_boundary("list memories")
+    def list_memories(self, partition: Partition, *, offset: int, limit: int) -> list[Memory]:
+        tenant = tenant_for(partition)
+        try:
+            found = self._in(tenant).query.fetch_objects(
+                limit=limit, offset=offset, return_properties=_MEMORY_PROPERTIES,
+                sort=Sort.by_property("seq", ascending=True),
+            ).objects
+        except wx.WeaviateQueryError as exc:
+            if _missing_tenant(exc):
+                return []
+            raise
+        return [_memory_from(obj.properties) for obj in found]
+
     @_boundary("read memories")
     def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
         found: dict[str, Memory] = {}

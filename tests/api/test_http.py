@@ -10,6 +10,7 @@ import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
+from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.service import Engine
@@ -22,8 +23,11 @@ def turn(i: int, role: str, text: str, *, session: str = "s1", at: str = "2025-0
 
 
 @pytest.fixture
-def client(hashing_engine: Engine) -> Iterator[TestClient[Any]]:
-    with TestClient(create_app(hashing_engine)) as c:
+def client(hashing_engine: Engine, tmp_path: Path) -> Iterator[TestClient[Any]]:
+    keys = KeyStore(tmp_path / "keys.sqlite3")
+    headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
+    with TestClient(create_app(hashing_engine, keys=keys)) as c:
+        c.headers.update(headers)
         yield c
 
 
@@ -92,7 +96,10 @@ def test_the_access_log_says_which_mode_answered(tmp_path: Path, caplog: pytest.
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
     engine = Engine(store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
-    with TestClient(create_app(engine)) as c, caplog.at_level("INFO", logger="feltsense.access"):
+    keys = KeyStore(tmp_path / "keys.sqlite3")
+    headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
+    with TestClient(create_app(engine, keys=keys)) as c, caplog.at_level("INFO", logger="feltsense.access"):
+        c.headers.update(headers)
         accepted = c.post("/v1/turns", json={"turns": [turn(0, "user", "Luna loved the park.")]})
         assert accepted.status_code == 200 and accepted.json()["awaiting_embedding"] == 1
         body = c.post("/v1/recall", json={"character_id": "ava", "user_id": "tester-1", "message": "the park",

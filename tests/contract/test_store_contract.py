@@ -434,3 +434,13 @@ def test_a_weaviate_that_goes_away_is_unavailable(weaviate_server: WeaviateServe
         store.close()
     finally:
         server.stop()
+
+
+def test_memories_list_a_page_at_a_time_in_ingest_order(store: MemoryStore) -> None:
+    memories = [_memory(i, f"memory number {i}") for i in range(5)]
+    _add(store, memories[:3])
+    _add(store, memories[3:])
+    _add(store, [_memory(9, "someone else's", user="u2", session="s9")])
+    assert store.list_memories(PARTITION, offset=0, limit=2) == memories[:2]
+    assert store.list_memories(PARTITION, offset=2, limit=10) == memories[2:]
+    assert store.list_memories(Partition(character_id="ava", user_id="nobody"), offset=0, limit=5) == []

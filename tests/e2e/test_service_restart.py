@@ -77,8 +77,13 @@ LUNA = [
 ]
 
 
-def _recall(url: str) -> dict[str, Any]:
-    response = httpx.post(f"{url}/v1/recall", json={
+def _auth(service: Service) -> dict[str, str]:
+    """The development key `make serve` prints (and keeps in the data directory)."""
+    return {"Authorization": f"Bearer {(service.data_dir / 'dev-key').read_text().strip()}"}
+
+
+def _recall(service: Service) -> dict[str, Any]:
+    response = httpx.post(f"{service.url}/v1/recall", headers=_auth(service), json={
         "character_id": "ava", "user_id": "tester-1", "message": "I went for a walk in the park this morning.",
         "session_id": "s2", "at": "2025-03-11T09:00:00Z"}, timeout=30)
     assert response.status_code == 200, response.text
@@ -92,17 +97,19 @@ def test_a_restart_keeps_every_memory_and_trace(service: Service) -> None:
          "text": text, "timestamp": f"2025-03-02T18:0{i}:00Z"}
         for i, (role, text) in enumerate(LUNA)
     ]
-    assert httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, timeout=30).json()["memories"] == 2
-    closed = httpx.post(f"{service.url}/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"}, timeout=30)
+    ingested = httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, headers=_auth(service), timeout=30)
+    assert ingested.json()["memories"] == 2
+    closed = httpx.post(f"{service.url}/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"},
+                        headers=_auth(service), timeout=30)
     assert closed.json()["traces_written"] == 2
-    before = _recall(service.url)
+    before = _recall(service)
     assert any("Luna" in m["text"] for m in before["memories"])
     assert any(c["register"] in {"grief", "sadness"} for c in before["tone_constraints"])
 
     service.stop()
     service.start()
-    after = _recall(service.url)
+    after = _recall(service)
     assert after["memories"] == before["memories"]  # same memories, same traces, same scores
     assert after["tone_constraints"] == before["tone_constraints"]
-    again = httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, timeout=30).json()
+    again = httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, headers=_auth(service), timeout=30).json()
     assert (again["stored"], again["duplicates"], again["memories"]) == (0, 3, 0)

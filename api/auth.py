@@ -1,0 +1,127 @@
+"""API keys, organisations and roles.
+
+A key belongs to one organisation and carries one role:
+
+| role | may |
+|---|---|
+| runtime | send turns, close sessions, recall, list and delete its users' memories |
+| director | read and change tuning profiles |
+| evaluator | recall and read memories and traces, read tuning (no writes) |
+| admin | manage keys and everything shared; never a user's private memories |
+
+Keys are random 32-byte secrets shown once (``fs_<key id>_<secret>``); only a SHA-256 of the secret is stored.
+A fast hash is right here because the secret is random and long, unlike a password: there is nothing to guess.
+
+Tenancy is enforced by construction: every character, session and turn id a key sends is namespaced with the
+key's organisation before it reaches the engine (``scoped``), so no request can name another organisation's data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+Role = Literal["runtime", "director", "evaluator", "admin"]
+ROLES: tuple[Role, ...] = ("runtime", "director", "evaluator", "admin")
+ORG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+_TOKEN = re.compile(r"^fs_([0-9a-f]{16})_([A-Za-z0-9_-]{20,100})$")
+SEPARATOR = ":"  # organisations never contain it, so the first one ends the organisation
+DEV_ORG = "dev"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY,
+    org TEXT NOT NULL,
+    role TEXT NOT NULL,
+    secret_sha256 TEXT NOT NULL,
+    label TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+"""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the organisation and role of the key that authenticated the request."""
+
+    org: str
+    role: Role
+    key_id: str
+
+
+def scoped(org: str, value: str) -> str:
+    """An id as the engine stores it: namespaced with the organisation."""
+    return f"{org}{SEPARATOR}{value}"
+
+
+def unscoped(org: str, value: str) -> str:
+    prefix = f"{org}{SEPARATOR}"
+    return value[len(prefix):] if value.startswith(prefix) else value
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class KeyStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.executescript(SCHEMA)
+        self._lock = threading.Lock()
+
+    def create(self, org: str, role: str, *, label: str = "") -> str:
+        """A new key; the returned token is the only time its secret exists in the clear."""
+        if not ORG_PATTERN.match(org):
+            raise ValueError(f"organisation {org!r} must be 1-63 letters, digits, '_' or '-'")
+        if role not in ROLES:
+            raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
+        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO api_keys (key_id, org, role, secret_sha256, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (key_id, org, role, _digest(secret), label, datetime.now(UTC).isoformat()),
+            )
+        return f"fs_{key_id}_{secret}"
+
+    def authenticate(self, token: str) -> Principal | None:
+        match = _TOKEN.match(token.strip())
+        if match is None:
+            return None
+        key_id, secret = match.groups()
+        with self._lock:
+            row = self._db.execute(
+                "SELECT org, role, secret_sha256 FROM api_keys WHERE key_id = ? AND revoked_at IS NULL", (key_id,)
+            ).fetchone()
+        if row is None or not hmac.compare_digest(row[2], _digest(secret)):
+            return None
+        return Principal(org=row[0], role=row[1], key_id=key_id)
+
+    def development_key(self, path: Path) -> str:
+        """The embedded default's development key (org ``dev``, role runtime), made once and kept in ``path``
+        (mode 0600) so a restart prints the same one."""
+        if path.exists():
+            token = path.read_text().strip()
+            if self.authenticate(token) is not None:
+                return token
+        token = self.create(DEV_ORG, "runtime", label="development key")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token + "\n")
+        return token
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

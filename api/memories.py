@@ -1,0 +1,92 @@
+"""Memory endpoints: list and search one user's memories, read one and its trace, delete one.
+
+Every call names the character and the user; a memory of another user (or organisation) is a 404, never the
+memory (seed 000, "Private by user").
+"""
+
+from __future__ import annotations
+
+from litestar import delete, get
+from litestar.params import Parameter
+from pydantic import BaseModel, ConfigDict
+
+from api.auth import Principal
+from api.security import require
+from api.tenancy import scope_partition, scope_query, unscope_memory
+from engine.models import Identifier, Memory, RecallQuery, Trace
+from engine.service import Engine
+
+MAX_PAGE = 200
+
+
+class MemoryView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    memory: Memory
+    trace: Trace | None
+
+
+class MemoryPage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: list[MemoryView]
+    offset: int
+    limit: int
+    next_offset: int | None
+
+
+@get("/v1/memories", sync_to_thread=True, summary="List one user's memories, or search them with q")
+def list_memories(
+    engine: Engine,
+    principal: Principal,
+    character_id: Identifier,
+    user_id: Identifier,
+    q: str | None = Parameter(default=None, max_length=2000, description="search text (hybrid, then reranked)"),
+    offset: int = Parameter(default=0, ge=0),
+    limit: int = Parameter(default=50, ge=1, le=MAX_PAGE),
+) -> MemoryPage:
+    require(principal, "runtime", "evaluator")
+    if q:
+        result = engine.recall(scope_query(principal.org, RecallQuery(
+            character_id=character_id, user_id=user_id, message=q, include_current_session=True,
+            limit=min(limit, 40),
+        )))
+        found = {m.memory_id: m.trace for m in result.memories}
+        items = [
+            MemoryView(memory=unscope_memory(principal.org, memory), trace=found[memory.memory_id])
+            for memory, _ in (engine.memory(mid, scope_partition(principal.org, character_id, user_id))
+                              for mid in found)
+        ]
+        return MemoryPage(items=items, offset=0, limit=limit, next_offset=None)
+    page = engine.memories(scope_partition(principal.org, character_id, user_id), offset=offset, limit=limit)
+    return MemoryPage(
+        items=[MemoryView(memory=unscope_memory(principal.org, m), trace=t) for m, t in page],
+        offset=offset, limit=limit, next_offset=offset + limit if len(page) == limit else None,
+    )
+
+
+@get("/v1/memories/{memory_id:str}", sync_to_thread=True, summary="One memory with its trace")
+def get_memory(
+    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
+) -> MemoryView:
+    require(principal, "runtime", "evaluator")
+    memory, trace = engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))
+    return MemoryView(memory=unscope_memory(principal.org, memory), trace=trace)
+
+
+@get("/v1/memories/{memory_id:str}/trace", sync_to_thread=True, summary="A memory's trace")
+def get_trace(
+    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
+) -> Trace | None:
+    require(principal, "runtime", "evaluator")
+    return engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))[1]
+
+
+@delete("/v1/memories/{memory_id:str}", status_code=204, sync_to_thread=True,
+        summary="Delete one memory with its trace, vector and lexical entries")
+def delete_memory(
+    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
+) -> None:
+    require(principal, "runtime")
+    engine.forget(memory_id, scope_partition(principal.org, character_id, user_id))
+
+
+memory_routes = [list_memories, get_memory, get_trace, delete_memory]

@@ -1,0 +1,33 @@
+"""Authentication and role checks for the handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from litestar import Request
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+
+from api.auth import KeyStore, Principal, Role
+
+
+def authenticator(keys: KeyStore) -> Callable[[Request[Any, Any, Any]], Principal]:
+    """A dependency: the caller's Principal from ``Authorization: Bearer <key>``, or 401."""
+
+    def principal(request: Request[Any, Any, Any]) -> Principal:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise NotAuthorizedException("send an API key as 'Authorization: Bearer <key>'")
+        found = keys.authenticate(token)
+        if found is None:
+            raise NotAuthorizedException("unknown or revoked API key")
+        return found
+
+    return principal
+
+
+def require(principal: Principal, *roles: Role) -> None:
+    """403 unless the caller's role is one of ``roles``."""
+    if principal.role not in roles:
+        raise PermissionDeniedException(f"a {principal.role} key may not do this (needs {' or '.join(roles)})")

@@ -1,0 +1,45 @@
+"""Organisation namespacing at the boundary: ids go into the engine scoped, come back unscoped.
+
+The engine partitions memory by (character, user); scoping the character, session and turn ids with the
+caller's organisation makes every partition, session and memory id organisation-private by construction.
+``model_copy`` is used on purpose: the caller's ids were validated on the way in, and the scoped form may be
+longer than a caller may send.
+"""
+
+from __future__ import annotations
+
+from api.auth import scoped, unscoped
+from engine.models import Memory, Partition, RecallQuery, RecallResult, Turn
+
+
+def scope_turn(org: str, turn: Turn) -> Turn:
+    return turn.model_copy(update={
+        "character_id": scoped(org, turn.character_id),
+        "session_id": scoped(org, turn.session_id),
+        "turn_id": scoped(org, turn.turn_id),
+    })
+
+
+def scope_query(org: str, query: RecallQuery) -> RecallQuery:
+    return query.model_copy(update={
+        "character_id": scoped(org, query.character_id),
+        "session_id": None if query.session_id is None else scoped(org, query.session_id),
+    })
+
+
+def scope_partition(org: str, character_id: str, user_id: str) -> Partition:
+    return Partition.model_construct(character_id=scoped(org, character_id), user_id=user_id)
+
+
+def unscope_memory(org: str, memory: Memory) -> Memory:
+    return memory.model_copy(update={
+        "character_id": unscoped(org, memory.character_id),
+        "session_id": unscoped(org, memory.session_id),
+        "turn_id": unscoped(org, memory.turn_id),
+    })
+
+
+def unscope_result(org: str, result: RecallResult) -> RecallResult:
+    return result.model_copy(update={
+        "memories": tuple(m.model_copy(update={"session_id": unscoped(org, m.session_id)}) for m in result.memories)
+    })
