@@ -19,11 +19,14 @@ serve: $(STAMP)
 
 # The Weaviate server for the tests marked `weaviate` is built from its Go module on first use (minutes, with
 # progress) and cached under $FELTSENSE_CACHE_DIR or ~/.cache/feltsense; pytest starts and stops it itself.
+# The redis-server for the tests marked `redis` is Debian's package, installed with apt-get when missing (as root,
+# as in CI); pytest starts it on a free loopback port and stops it itself.
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m tests.servers.weaviate build
+	$(BIN)/python -m tests.servers.redis ensure
 	$(BIN)/python -m pytest -v  # -v: the log shows each backend's contract tests by name
 
 clean:

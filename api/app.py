@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +33,8 @@ from engine.errors import (
     InvalidInput,
     NotFound,
 )
-from engine.models import AwareDatetime, CloseReport, IngestReport, RecallQuery, RecallResult, Turn
+from engine.jobs import JobQueue
+from engine.models import AwareDatetime, CloseReport, IngestReport, Partition, RecallQuery, RecallResult, Turn
 from engine.service import Engine
 from engine.tuning_store import TuningStore
 
@@ -130,12 +131,72 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
+# -- background jobs and readiness ---------------------------------------------------------------------------
+
+READY_CHECK_TIMEOUT_S = 5.0
+READY_RETRY_AFTER_S = 5
+
+
+class CloseQueued(BaseModel):
+    session_id: str
+    job_id: str = Field(description="the write-time job; derived from the session, so a repeated close shares it")
+    queued: bool = True
+
+
+class Readiness(BaseModel):
+    status: str
+    checks: dict[str, str] = Field(description="each dependency: ok or unavailable")
+
+
+@post("/v1/sessions/{session_id:str}/close", status_code=202,
+      summary="Close a session: queue the write-time pass over its memories (202 with the job id)")
+async def enqueue_close(
+    session_id: str, engine: Engine, jobs: JobQueue, principal: Principal, data: CloseRequest | None = None
+) -> CloseQueued:
+    # Registered instead of close_session when create_app is given a job queue.
+    require(principal, "runtime")
+    engine_session = scoped(principal.org, session_id)
+    if not await asyncio.to_thread(engine.store.get_turns, engine_session):
+        raise NotFound(f"no session {session_id!r}")  # answered now: a queued job could only fail later
+    closed_at = data.closed_at if data and data.closed_at else engine.clock()
+    job_id = await jobs.enqueue_write(engine_session, closed_at)
+    return CloseQueued(session_id=session_id, job_id=job_id)
+
+
+async def _ready_check(name: str, check: Callable[[], Awaitable[object]]) -> tuple[str, str]:
+    try:
+        await asyncio.wait_for(check(), READY_CHECK_TIMEOUT_S)
+    except Exception as exc:
+        # Details go to the log only: the probe is unauthenticated, and errors can name internal addresses.
+        log.warning("readiness: %s is unavailable: %s: %s", name, type(exc).__name__, exc)
+        return name, "unavailable"
+    return name, "ok"
+
+
+@get("/readyz", summary="Readiness: the store, the embedder and the job queue answer")
+async def readyz(engine: Engine, jobs: JobQueue | None) -> Response[Any]:
+    probe = Partition(character_id="readyz", user_id="readyz")
+    checks = [
+        _ready_check("store", lambda: asyncio.to_thread(engine.store.count, probe)),
+        _ready_check("embedder", lambda: asyncio.to_thread(engine.embedder.embed, ["readiness probe"])),
+    ]
+    if jobs is not None:
+        checks.append(_ready_check(jobs.backend, jobs.ping))
+    results = dict(await asyncio.gather(*checks))
+    if all(status == "ok" for status in results.values()):
+        return Response(Readiness(status="ready", checks=results))
+    failing = ", ".join(name for name, status in results.items() if status != "ok")
+    return _problem(503, "Not ready", f"unavailable: {failing}", checks=results, retry_after_s=READY_RETRY_AFTER_S)
+
+
 def create_app(
-    engine: Engine, *, keys: KeyStore, tuning: TuningStore | None = None, retry_interval_s: float = 30.0
+    engine: Engine, *, keys: KeyStore, tuning: TuningStore | None = None, retry_interval_s: float = 30.0,
+    jobs: JobQueue | None = None,
 ) -> Litestar:
     """The app over one engine. Every request authenticates with a key from ``keys``; tuning endpoints need a
     persistent ``tuning`` store. The background pass (vector backfill, pending traces) runs every
-    ``retry_interval_s``."""
+    ``retry_interval_s``. With ``jobs``, closing a session queues its write-time pass there (202; the app enters
+    the queue for its lifetime); without, the close runs it in the request (200 with the CloseReport)."""
 
     @contextlib.asynccontextmanager
     async def retry_pending(app: Litestar) -> AsyncIterator[None]:
@@ -156,18 +217,20 @@ def create_app(
                 await task
 
     return Litestar(
-        route_handlers=[ingest_turns, close_session, recall, healthz, *memory_routes, *tuning_routes],
+        route_handlers=[ingest_turns, close_session if jobs is None else enqueue_close, recall, healthz, readyz,
+                        *memory_routes, *tuning_routes],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=False),
             "tuning": Provide(lambda: tuning, use_cache=True, sync_to_thread=False),
+            "jobs": Provide(lambda: jobs, use_cache=True, sync_to_thread=False),
         },
         exception_handlers={
             ValidationException: _validation_problem,
             FeltsenseError: _domain_problem,
             HTTPException: _http_problem,
         },
-        lifespan=[retry_pending],
+        lifespan=[retry_pending] if jobs is None else [jobs, retry_pending],  # the queue outlives the loop
         openapi_config=OpenAPIConfig(title="feltsense", version="0.1.0", path="/docs",
                                      render_plugins=[SwaggerRenderPlugin()]),
         request_max_body_size=2 * 1024 * 1024,

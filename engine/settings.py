@@ -61,3 +61,7 @@ class Settings(BaseSettings):
     background_interval_s: float = Field(
         default=30.0, gt=0, description="how often the background pass backfills vectors and retries traces"
     )
+    redis_url: str | None = Field(
+        default=None, pattern=r"^(redis|rediss|unix)://",
+        description="an arq queue in Redis for the write-time jobs (run `feltsense worker`); unset: in-process",
+    )

@@ -284,6 +284,7 @@ def run_recall_benchmarks(
     queries: int,
     weaviate: tuple[str, int] | None = None,
     progress: Callable[[str], None] | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Each size on each store, in one run, with one embedder and classifier shared by all of them."""
     settings = Settings()
@@ -298,6 +299,8 @@ def run_recall_benchmarks(
                 result = bench_recall(memories=size, queries=queries, engine_factory=factory, embedder=memo,
                                       classifier=classifier, progress=progress)
                 results.append({"store": store, **result})
+                if on_result is not None:  # a long run shows each figure as soon as it is measured
+                    on_result(results[-1])
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return results

@@ -6,9 +6,11 @@ the pair and call the ``_add_`` function from ``build_parser``. Heavy imports (m
 handler, so ``feltsense --help`` and argument errors stay instant.
 
     feltsense serve [--port N] [--data-dir DIR]   serve the API on the embedded default
+    feltsense worker [--burst]                    run the arq worker (write-time jobs; needs FELTSENSE_REDIS_URL)
     feltsense eval run PATH... [--json FILE]     replay tester transcripts (../shared/transcripts/FORMAT.md)
     feltsense bench scorer [--json]              stage two, 40 -> 6, against a plain-Python reference
     feltsense bench recall --memories N [--json] recall latency at N memories in one partition
+    feltsense bench serve [--url U] [--json]     the HTTP service on loopback under concurrent recalls
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from eval.transcripts import EngineFactory
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(commands)
+    _add_worker(commands)
     _add_eval(commands)
     _add_bench(commands)
     _add_keys(commands)
@@ -109,6 +112,29 @@ def handle_serve(args: argparse.Namespace, runtime: Runtime) -> int:
     return EXIT_OK
 
 
+def _add_worker(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    worker = commands.add_parser(
+        "worker", help="run the arq worker for the write-time jobs",
+        description="Run the arq worker: the write-time jobs the API queues in Redis, and the nightly maintenance "
+        "(settings from FELTSENSE_* variables, as for serve; FELTSENSE_REDIS_URL is required).",
+    )
+    worker.add_argument("--burst", action="store_true", help="run the queued jobs, then exit")
+    worker.set_defaults(handler=handle_worker)
+
+
+def handle_worker(args: argparse.Namespace, runtime: Runtime) -> int:
+    from api.worker import run
+    from engine.errors import ConfigurationError
+    from engine.settings import Settings
+
+    try:
+        run(Settings(), burst=args.burst)
+    except ConfigurationError as exc:
+        print(f"feltsense worker: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
+    return EXIT_OK
+
+
 def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = commands.add_parser("bench", help="benchmarks (medians and p99s, beside a baseline)")
     bench_commands = bench.add_subparsers(dest="bench_command", required=True, metavar="COMMAND")
@@ -126,6 +152,27 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     recall.add_argument("--weaviate-grpc-port", type=int, default=50051)
     recall.add_argument("--json", action="store_true", help="end with one JSON object per size, the last line last")
     recall.set_defaults(handler=handle_bench_recall)
+    _add_bench_serve(bench_commands)
+
+
+def _add_bench_serve(bench_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = bench_commands.add_parser(
+        "serve", help="the HTTP service under concurrent recalls: throughput and latency percentiles",
+        description=(
+            "Start the service on a free loopback port with a temporary data directory (or use the one at --url), "
+            "load it through the API, then send a bounded, seeded number of concurrent recalls across many users "
+            "and print throughput and latency percentiles. Exit status 1 when any recall failed."
+        ),
+    )
+    serve.add_argument("--users", type=int, default=100)
+    serve.add_argument("--memories-per-user", type=int, default=1000)
+    serve.add_argument("--concurrency", type=int, default=16, help="recalls in flight at once")
+    serve.add_argument("--requests", type=int, default=2000, help="recalls to send in all; the run then stops")
+    serve.add_argument("--seed", type=int, default=13)
+    serve.add_argument("--url", help="drive the service already running here instead of starting one")
+    serve.add_argument("--key", help="the API key for --url (a self-started service's development key is found)")
+    serve.add_argument("--json", action="store_true", help="end with one JSON object on the last line")
+    serve.set_defaults(handler=handle_bench_serve)
 
 
 def handle_bench_scorer(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -133,6 +180,30 @@ def handle_bench_scorer(args: argparse.Namespace, runtime: Runtime) -> int:
 
     print_result("stage two, 40 -> 6 (microseconds)", bench_scorer(iterations=args.iterations), as_json=args.json)
     return EXIT_OK
+
+
+def handle_bench_serve(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.bench import print_result
+    from eval.serve_bench import ServeBenchConfig, bench_serve
+
+    try:
+        config = ServeBenchConfig(users=args.users, memories_per_user=args.memories_per_user,
+                                  concurrency=args.concurrency, requests=args.requests, seed=args.seed,
+                                  url=args.url, key=args.key)
+    except ValueError as exc:
+        print(f"feltsense bench serve: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
+    try:
+        result = bench_serve(config, progress=lambda msg: print(msg, file=runtime.stderr, flush=True))
+    except KeyboardInterrupt:
+        print("interrupted; the service it started was stopped", file=runtime.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc(file=runtime.stderr)
+        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
+        return EXIT_ERROR
+    print_result("the service over loopback, concurrent recalls (milliseconds)", result, as_json=args.json)
+    return EXIT_OK if result["errors"] == 0 else EXIT_FAILED
 
 
 def handle_bench_recall(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -144,13 +215,15 @@ def handle_bench_recall(args: argparse.Namespace, runtime: Runtime) -> int:
             print("bench recall --store weaviate needs --weaviate-url and --weaviate-grpc-port", file=runtime.stderr)
             return EXIT_INVALID
         server = (args.weaviate_url, args.weaviate_grpc_port)
-    results = run_recall_benchmarks(
-        args.memories, args.store, queries=args.queries, weaviate=server,
-        progress=lambda msg: print(msg, file=runtime.stderr, flush=True),
-    )
-    for result in results:
+    def show(result: dict[str, Any]) -> None:
         print_result(f"recall on {result['store']} at {result['memories']} memories (milliseconds)", result,
                      as_json=False)
+        runtime.stdout.flush()
+
+    results = run_recall_benchmarks(
+        args.memories, args.store, queries=args.queries, weaviate=server,
+        progress=lambda msg: print(msg, file=runtime.stderr, flush=True), on_result=show,
+    )
     if len(results) > 1:
         print("side by side (median / p99 ms):")
         for size in args.memories:

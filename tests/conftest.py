@@ -13,6 +13,7 @@ from engine.service import Engine
 from tests.fakes import KeywordClassifier
 
 if TYPE_CHECKING:
+    from tests.servers.redis import RedisServer
     from tests.servers.weaviate import WeaviateServer
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -56,6 +57,23 @@ def weaviate_server(request: pytest.FixtureRequest) -> Iterator[WeaviateServer]:
     with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
         binary = weaviate.build()
     server = weaviate.start(binary)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
+    """A real redis-server on 127.0.0.1 for the whole session, for tests marked ``redis``.
+
+    When redis-server is missing, Debian's package is installed first (as root; apt's progress is shown even while
+    pytest captures output); see ``tests/servers/redis.py``. Tests flush it (``redis_server.flush()``) as needed.
+    """
+    from tests.servers import redis
+
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        binary = redis.ensure()
+    server = redis.start(binary)
     yield server
     server.stop()
 

@@ -272,6 +272,12 @@ def _stored(name: str, data_type: DataType = DataType.TEXT) -> Property:
                     index_range_filters=False)
 
 
+def _sequence(name: str = "seq") -> Property:
+    """The ingest order: sorted on, and range-filtered for keyset paging past the server's offset window."""
+    return Property(name=name, data_type=DataType.INT, index_filterable=True, index_range_filters=True,
+                    index_searchable=False)
+
+
 def _value(name: str, data_type: DataType) -> Property:
     return Property(name=name, data_type=data_type, index_filterable=True, index_range_filters=False)
 
@@ -284,17 +290,17 @@ MEMORY_SCHEMA = [
     # What BM25 searches: engine.text.terms of the text and of the trace's facts, space-separated.
     Property(name="terms", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE, index_filterable=False,
              index_searchable=True),
-    _value("created_at", DataType.DATE), _stored("seq", DataType.INT),
+    _value("created_at", DataType.DATE), _sequence(),
     # created_at again as seconds since the epoch: tone candidates read thousands of them per recall, and
     # parsing a date string each is the client's slowest step.
     _stored("created_epoch", DataType.NUMBER),
     _key("trace_status"), _key("kind"), _stored("register"), _value("intensity", DataType.NUMBER),
     _value("valence", DataType.NUMBER), _stored("trace"),
 ]
-DIRECTORY_SCHEMA = [_stored("memory_id"), _stored("tenant"), _stored("seq", DataType.INT),
+DIRECTORY_SCHEMA = [_stored("memory_id"), _stored("tenant"), _sequence(),
                     _value("has_vector", DataType.BOOL)]
 TURN_SCHEMA = [_stored("turn_id"), _key("session_id"), _stored("character_id"), _stored("user_id"), _stored("role"),
-               _stored("text"), _stored("timestamp", DataType.DATE), _stored("seq", DataType.INT)]
+               _stored("text"), _stored("timestamp", DataType.DATE), _sequence()]
 SESSION_SCHEMA = [_stored("session_id"), _stored("tenant"), _stored("character_id"), _stored("user_id"),
                   _value("closed", DataType.BOOL), _stored("closed_at", DataType.DATE),
                   _value("pending", DataType.BOOL)]
@@ -538,19 +544,32 @@ class WeaviateStore:
         collection: Collection[Props, None], filters: FilterReturn | None, properties: list[str], *,
         sort: str | None = "seq", limit: int | None = None,
     ) -> list[Stored]:
-        """Every object matching the filters, in ``sort`` order, a page at a time (up to the server's
-        QUERY_MAXIMUM_RESULTS). An absent tenant holds nothing."""
+        """Every object matching the filters, in ``sort`` order, a page at a time. An absent tenant holds nothing.
+
+        Sorted by ``seq``, pages are keyset-paginated (``seq`` greater than the last one seen), because offset
+        paging stops at the server's QUERY_MAXIMUM_RESULTS (10,000 by default) and a long-lived partition holds
+        more than that. Unsorted reads (small collections) use offsets.
+        """
         found: list[Stored] = []
+        keyset = sort == "seq"
+        wanted = properties if not keyset or "seq" in properties else [*properties, "seq"]
+        last: int | None = None
         try:
             while limit is None or len(found) < limit:
                 page = PAGE if limit is None else min(PAGE, limit - len(found))
+                where = filters
+                if keyset and last is not None:
+                    after = Filter.by_property("seq").greater_than(last)
+                    where = after if filters is None else Filter.all_of([filters, after])
                 objects = collection.query.fetch_objects(
-                    filters=filters, limit=page, offset=len(found), return_properties=properties,
+                    filters=where, limit=page, offset=None if keyset else len(found), return_properties=wanted,
                     sort=None if sort is None else Sort.by_property(sort, ascending=True),
                 ).objects
                 found.extend(objects)
                 if len(objects) < page:
                     break
+                if keyset:
+                    last = int(objects[-1].properties["seq"])
         except wx.WeaviateQueryError as exc:
             if _missing_tenant(exc):
                 return []

@@ -444,3 +444,17 @@ def test_memories_list_a_page_at_a_time_in_ingest_order(store: MemoryStore) -> N
     assert store.list_memories(PARTITION, offset=0, limit=2) == memories[:2]
     assert store.list_memories(PARTITION, offset=2, limit=10) == memories[2:]
     assert store.list_memories(Partition(character_id="ava", user_id="nobody"), offset=0, limit=5) == []
+
+
+def test_long_reads_page_past_the_first_page(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-lived partition outgrows one read (Weaviate answers at most 10,000 objects per offset window)."""
+    import engine.adapters.weaviate_store as weaviate_store
+
+    monkeypatch.setattr(weaviate_store, "PAGE", 2)  # several pages from seven objects
+    memories = [_memory(i, f"a hard day number {i}") for i in range(7)]
+    _add(store, memories)
+    store.put_traces([Trace(memory_id=m.memory_id, status=TraceStatus.COMPLETE, register="grief", valence=-0.8,
+                            intensity=0.9, kind="emotional", written_at=T0) for m in memories])
+    found = store.tone_candidates(PARTITION, min_intensity=0.6, max_valence=-0.25)
+    assert found.memory_ids == [m.memory_id for m in memories]
+    assert store.session_memories("s1") == memories

@@ -90,6 +90,16 @@ def _recall(service: Service) -> dict[str, Any]:
     return response.json()  # type: ignore[no-any-return]
 
 
+def _recall_once_written(service: Service, timeout_s: float = 30.0) -> dict[str, Any]:
+    """Recall once the queued write-time pass has written the traces (the close answered 202)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = _recall(service)
+        if result["tone_constraints"] or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
+
+
 def test_a_restart_keeps_every_memory_and_trace(service: Service) -> None:
     service.start()
     turns = [
@@ -101,8 +111,9 @@ def test_a_restart_keeps_every_memory_and_trace(service: Service) -> None:
     assert ingested.json()["memories"] == 2
     closed = httpx.post(f"{service.url}/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"},
                         headers=_auth(service), timeout=30)
-    assert closed.json()["traces_written"] == 2
-    before = _recall(service)
+    assert closed.status_code == 202, closed.text
+    assert closed.json() == {"session_id": "s1", "job_id": "write-session:dev:s1", "queued": True}
+    before = _recall_once_written(service)
     assert any("Luna" in m["text"] for m in before["memories"])
     assert any(c["register"] in {"grief", "sadness"} for c in before["tone_constraints"])
 

@@ -1,0 +1,211 @@
+"""A real redis-server for the tests marked ``redis``: Debian's package, run on a free loopback port.
+
+``redis-server`` is looked up on PATH (then in /usr/bin and /usr/sbin). When it is missing and this process runs
+as root on a machine with apt-get (CI), ``ensure`` installs Debian's package, printing apt's progress::
+
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server
+
+running ``apt-get update`` first when the package lists do not know the package yet. Without root it fails with
+the command to run instead: there is no fake Redis to fall back on.
+
+Each run starts the server on a free 127.0.0.1 port with a temporary directory, no persistence (``--save ''``,
+``--appendonly no``), waits until it answers PING, and stops it (terminate, then kill) and removes the directory.
+
+    python -m tests.servers.redis ensure    # find or install redis-server, print its path (`make test` runs it)
+    python -m tests.servers.redis serve     # run a throwaway server until Ctrl-C (for manual runs)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from tests.servers.weaviate import _die_with_parent, _free_ports
+
+PACKAGE = "redis-server"
+READY_TIMEOUT_S = 30.0
+APT_TIMEOUT_S = 15 * 60
+
+Log = Callable[[str], None]
+
+
+class RedisInstallError(RuntimeError):
+    """redis-server is missing and could not be installed; the message says what to run."""
+
+
+class RedisStartError(RuntimeError):
+    """The server did not come up; the message carries the tail of its log."""
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def find() -> Path | None:
+    """The redis-server binary, or None."""
+    for candidate in (shutil.which("redis-server"), "/usr/bin/redis-server", "/usr/sbin/redis-server"):
+        if candidate and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    return None
+
+
+def _apt(args: list[str], *, log: Log) -> int:
+    command = ["apt-get", *args]
+    log(f"  $ {' '.join(command)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               stdin=subprocess.DEVNULL, bufsize=1)
+    assert process.stdout is not None
+    with process.stdout:
+        for line in process.stdout:
+            log(f"    {line.rstrip()}")
+    return process.wait(timeout=APT_TIMEOUT_S)
+
+
+def ensure(*, log: Log = _stderr) -> Path:
+    """The redis-server binary, installed from Debian's package first if it is missing (as root)."""
+    found = find()
+    if found is not None:
+        log(f"redis-server: using {found}")
+        return found
+    manual = f"apt-get install {PACKAGE} (Debian/Ubuntu), or put redis-server on PATH"
+    if shutil.which("apt-get") is None:
+        raise RedisInstallError(f"redis-server not found and there is no apt-get here; install it: {manual}")
+    if os.geteuid() != 0:
+        raise RedisInstallError(f"redis-server not found; installing it needs root: sudo {manual}")
+    log(f"redis-server not found: installing Debian's {PACKAGE} package")
+    install = ["install", "-y", "--no-install-recommends", PACKAGE]
+    # A fresh image often has no package lists yet; update only when the first try cannot find the package.
+    if _apt(install, log=log) != 0:
+        log("  the install failed; updating the package lists and trying again")
+        if _apt(["update"], log=log) != 0 or _apt(install, log=log) != 0:
+            raise RedisInstallError(f"apt-get could not install {PACKAGE} (its output is above)")
+    found = find()
+    if found is None:
+        raise RedisInstallError(f"apt-get installed {PACKAGE} but no redis-server binary was found")
+    log(f"redis-server: installed {found}")
+    return found
+
+
+@dataclass
+class RedisServer:
+    port: int
+    workdir: Path
+    process: subprocess.Popen[bytes]
+
+    host = "127.0.0.1"
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}/0"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "redis.log"
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host=self.host, port=self.port, socket_timeout=5)
+
+    def flush(self) -> None:
+        """Delete every key: one test's queue and results."""
+        with self.client() as client:
+            client.flushall()
+
+    def stop(self) -> None:
+        """Terminate (then kill, if it lingers) and remove the directory."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> RedisServer:
+    """Start the binary on a free loopback port with a fresh directory; return once it answers PING."""
+    (port,) = _free_ports(1)
+    workdir = Path(tempfile.mkdtemp(prefix="feltsense-redis-"))
+    log = (workdir / "redis.log").open("wb")
+    try:
+        process = subprocess.Popen(
+            [str(binary), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir), "--save", "",
+             "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
+            preexec_fn=_die_with_parent(),
+        )
+    finally:
+        log.close()  # the child holds its own descriptor
+    server = RedisServer(port=port, workdir=workdir, process=process)
+    try:
+        _wait_ready(server, ready_timeout_s)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_ready(server: RedisServer, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = server.process.poll()
+        if status is not None:
+            raise RedisStartError(f"redis-server exited with status {status} while starting:\n{server.log_tail()}")
+        try:
+            with server.client() as client:
+                if client.ping():
+                    return
+        except redis.RedisError:
+            pass
+        time.sleep(0.05)
+    raise RedisStartError(f"redis-server did not answer PING within {timeout_s:.0f} s:\n{server.log_tail()}")
+
+
+@contextlib.contextmanager
+def running(*, log: Log = _stderr) -> Iterator[RedisServer]:
+    """Find (or install) redis-server, start it, and stop it afterwards."""
+    server = start(ensure(log=log))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else ""
+    if command == "ensure":
+        try:
+            print(ensure())
+        except RedisInstallError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        return 0
+    if command == "serve":
+        with running() as server:
+            print(f"redis-server ready (Ctrl-C stops it):\n  FELTSENSE_REDIS_URL={server.url}", flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                server.process.wait()
+        return 0
+    print("usage: python -m tests.servers.redis ensure|serve", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,158 @@
+"""The in-process job queue: a closed session's write-time pass runs once, on a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from engine.adapters.embedded_store import EmbeddedStore
+from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.errors import BackendUnavailable
+from engine.jobs import InProcessJobs, write_job_id
+from engine.models import TraceStatus, Turn
+from engine.service import Engine
+from tests.fakes import BrokenClassifier, FakeClassification, KeywordClassifier
+
+T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
+CLOSED_AT = T0 + timedelta(minutes=10)
+LUNA = [
+    ("user", "My dog Luna died last week."),
+    ("character", "I'm so sorry."),
+    ("user", "Luna and I walked in the park every morning."),
+]
+
+
+def turns(session: str) -> list[Turn]:
+    return [
+        Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id="u1", role=role,  # type: ignore[arg-type]
+             text=text, timestamp=T0 + timedelta(seconds=30 * i))
+        for i, (role, text) in enumerate(LUNA)
+    ]
+
+
+class GatedClassifier(KeywordClassifier):
+    """Holds every classification until the test opens the gate, so a second close can arrive mid-pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[FakeClassification]:
+        self.entered.set()
+        assert self.gate.wait(10), "the test never opened the gate"
+        return super().classify(texts, embeddings)
+
+
+def make_engine(tmp_path: Path, classifier: object) -> Engine:
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
+    return Engine(store=store, embedder=embedder, classifier=classifier)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def gated(tmp_path: Path) -> Iterator[tuple[Engine, GatedClassifier]]:
+    classifier = GatedClassifier()
+    engine = make_engine(tmp_path, classifier)
+    yield engine, classifier
+    classifier.gate.set()
+    engine.close()
+
+
+def trace_statuses(engine: Engine, session: str) -> list[TraceStatus]:
+    memories = engine.store.session_memories(session)
+    traces = engine.store.get_traces([m.memory_id for m in memories])
+    return [traces[m.memory_id].status for m in memories if m.memory_id in traces]
+
+
+def test_the_job_id_is_derived_from_the_session() -> None:
+    assert write_job_id("acme:s1") == "write-session:acme:s1"
+
+
+def test_a_close_while_the_pass_is_pending_adds_nothing(gated: tuple[Engine, GatedClassifier]) -> None:
+    engine, classifier = gated
+    engine.ingest(turns("s1"))
+    jobs = InProcessJobs(engine)
+    try:
+        first = jobs.submit("s1", CLOSED_AT)
+        assert classifier.entered.wait(10)  # running now
+        second = asyncio.run(jobs.enqueue_write("s1", CLOSED_AT))
+        assert first == second == "write-session:s1"
+        assert jobs.pending() == {"s1"}
+        assert trace_statuses(engine, "s1") == []  # the request was answered before the pass wrote anything
+
+        classifier.gate.set()
+        jobs.join(timeout_s=10)
+        assert jobs.pending() == set()
+        assert classifier.calls == 1  # one pass, not two
+        assert trace_statuses(engine, "s1") == [TraceStatus.COMPLETE, TraceStatus.COMPLETE]
+        assert engine.store.closed_sessions(["s1"]) == {"s1"}
+
+        # Once the pass has finished, a new close queues it again (and the pass finds nothing left to write).
+        jobs.submit("s1", CLOSED_AT)
+        jobs.join(timeout_s=10)
+        assert trace_statuses(engine, "s1") == [TraceStatus.COMPLETE, TraceStatus.COMPLETE]
+    finally:
+        classifier.gate.set()
+        jobs.close()
+
+
+def test_a_failing_classifier_leaves_the_traces_pending(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    engine = make_engine(tmp_path, BrokenClassifier())
+    engine.ingest(turns("s1"))
+    jobs = InProcessJobs(engine)
+    try:
+        with caplog.at_level(logging.WARNING, logger="feltsense.jobs"):
+            jobs.submit("s1", CLOSED_AT)
+            jobs.join(timeout_s=10)
+        assert trace_statuses(engine, "s1") == [TraceStatus.PENDING, TraceStatus.PENDING]
+        assert engine.store.pending_sessions() == ["s1"]  # what the background pass retries
+        assert "left 2 traces pending" in caplog.text
+    finally:
+        jobs.close()
+        engine.close()
+
+
+def test_a_failed_pass_does_not_stop_the_queue(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    engine = make_engine(tmp_path, KeywordClassifier())
+    engine.ingest(turns("s2"))
+    jobs = InProcessJobs(engine)
+    try:
+        with caplog.at_level(logging.ERROR, logger="feltsense.jobs"):
+            jobs.submit("unknown", CLOSED_AT)  # NotFound in the pass: logged, nothing to answer
+            jobs.submit("s2", CLOSED_AT)
+            jobs.join(timeout_s=10)
+        assert "write-time pass for session unknown failed" in caplog.text
+        assert trace_statuses(engine, "s2") == [TraceStatus.COMPLETE, TraceStatus.COMPLETE]
+    finally:
+        jobs.close()
+        engine.close()
+
+
+def test_shutting_down_waits_for_queued_passes_then_refuses_more(gated: tuple[Engine, GatedClassifier]) -> None:
+    engine, classifier = gated
+    engine.ingest(turns("s1"))
+    jobs = InProcessJobs(engine)
+
+    async def lifetime() -> None:
+        async with jobs:
+            await jobs.enqueue_write("s1", CLOSED_AT)
+            await jobs.ping()
+            assert await asyncio.to_thread(classifier.entered.wait, 10)
+            classifier.gate.set()
+        # Leaving the block waited for the pass: its traces are written before the engine could close.
+        assert trace_statuses(engine, "s1") == [TraceStatus.COMPLETE, TraceStatus.COMPLETE]
+        with pytest.raises(BackendUnavailable):
+            await jobs.ping()
+        with pytest.raises(BackendUnavailable):
+            await jobs.enqueue_write("s1", CLOSED_AT)
+
+    asyncio.run(lifetime())
