@@ -5,6 +5,7 @@ Never timed tests: a shared 2-core machine makes those flaky. These print figure
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import shutil
@@ -212,6 +213,7 @@ class MemoEmbedder:
 
 
 EngineFactory = Callable[[Embedder, Classifier], Engine]
+_RUNS = itertools.count()
 
 
 def bench_recall(
@@ -245,7 +247,7 @@ def bench_recall(
         load_s = time.perf_counter() - started
         at = turns[-1].timestamp + timedelta(days=1)
         # Each query is a new text (a counter suffix), so the memo never answers for the query embedding.
-        query_texts = [f"{QUERIES[i % len(QUERIES)]} ({seed}-{i})" for i in range(queries + 10)]
+        query_texts = [f"{QUERIES[i % len(QUERIES)]} ({seed}-q{next(_RUNS)}-{i})" for i in range(queries + 10)]
         for text in query_texts[:10]:  # warm-up: loads the partition index and the model's kernels
             engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
         samples = []
@@ -254,7 +256,8 @@ def bench_recall(
             engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
             samples.append((time.perf_counter_ns() - begin) / 1e6)
         # The baseline: embedding alone, on texts of the same shape, also never seen before.
-        probes = iter([f"{QUERIES[i % len(QUERIES)]} ({seed}-e{i})" for i in range(50)])
+        run = next(_RUNS)  # the memo is shared by the stores of one run: every probe must be a new text
+        probes = iter([f"{QUERIES[i % len(QUERIES)]} ({seed}-r{run}-e{i})" for i in range(50)])
         embed_samples = _time_us(lambda: engine.embedder.embed([next(probes)]), 50)
         median, p99 = _percentiles(samples)
         return {
@@ -272,7 +275,7 @@ def bench_recall(
 def embedded_engine_factory(root: Path) -> EngineFactory:
     def factory(embedder: Embedder, classifier: Classifier) -> Engine:
         data_dir = Path(tempfile.mkdtemp(prefix="feltsense-bench-", dir=root))
-        return build_engine(Settings(data_dir=data_dir), embedder=embedder, classifier=classifier)
+        return build_engine(Settings(data_dir=data_dir, store="embedded"), embedder=embedder, classifier=classifier)
 
     return factory
 

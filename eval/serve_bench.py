@@ -1,0 +1,354 @@
+"""``feltsense bench serve``: the service as character runtimes use it, over loopback HTTP, under concurrent recalls.
+
+Three phases, each timed on its own:
+
+1. **Service.** Start ``feltsense serve`` on a free 127.0.0.1 port with a temporary data directory (or use the one
+   at ``--url``). A self-started service prints its development key; the bench uses it.
+2. **Load.** ``users`` × ``memories_per_user`` user turns through the typed client (``POST /v1/turns`` in batches
+   of 500, sessions of 20 a day apart), then every session closed, so each memory has its trace. A service that
+   queues the write-time pass (202) is given until its traces are written; the wait counts as load time.
+3. **Drive.** ``concurrency`` asyncio workers send a fixed, seeded plan of ``requests`` recalls (random users,
+   messages never seen before) and stop when the plan is done. A warm-up recall per user comes first and is
+   reported apart: it loads each partition's index, which a running service keeps loaded.
+
+Throughput is successful recalls per second of the drive phase; latency is per request, as the client saw it.
+Any non-200 answer or transport failure is an error. The bench runs on the same machine as the service, so its own
+CPU use is part of what is measured; the figures are a floor, not the service alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from api.client import AsyncFeltsenseClient, FeltsenseAPIError, FeltsenseClient
+from engine.models import CloseReport, RecallQuery, Turn
+from eval.bench import QUERIES, synthetic_turns
+
+CHARACTER = "bench-ava"
+BATCH_TURNS = 500
+"""Turns per ``POST /v1/turns``: the API's maximum."""
+SESSION_TURNS = 20
+DEV_KEY_LINE = re.compile(r"feltsense development key \(org dev, role runtime\): (\S+)")
+STARTUP_TIMEOUT_S = 180.0
+"""The service loads the embedding model and classifier before it answers /healthz."""
+TRACES_TIMEOUT_S = 1800.0
+"""The longest wait for queued write-time jobs after the last close."""
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ServeBenchConfig:
+    users: int = 100
+    memories_per_user: int = 1000
+    concurrency: int = 16
+    requests: int = 2000
+    seed: int = 13
+    url: str | None = None
+    """Drive the service already running here instead of starting one."""
+    key: str | None = None
+    """The API key for ``url`` (a self-started service's development key is found on its own)."""
+    timeout_s: float = 60.0
+    """Per request. Generous: under overload a slow answer is a latency to report, not an error."""
+
+    def __post_init__(self) -> None:
+        for name in ("users", "memories_per_user", "concurrency", "requests"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+@dataclass
+class DriveStats:
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    first_errors: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def record_error(self, exc: Exception) -> None:
+        kind = f"{exc.status} {type(exc).__name__}" if isinstance(exc, FeltsenseAPIError) else type(exc).__name__
+        self.errors[kind] += 1
+        if len(self.first_errors) < 5:
+            self.first_errors.append(f"{kind}: {exc}")
+
+
+# -- the service -------------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class RunningService:
+    url: str
+    key: str | None
+
+
+@contextlib.contextmanager
+def self_started_service(progress: Progress) -> Iterator[RunningService]:
+    """``feltsense serve`` on a free loopback port over a temporary data directory, stopped and removed on exit
+    (also on Ctrl-C or an error, when the end of its log is shown first)."""
+    root = Path(tempfile.mkdtemp(prefix="feltsense-bench-serve-"))
+    log_path = root / "server.log"
+    port = _free_port()
+    process: subprocess.Popen[bytes] | None = None
+    ok = False
+    try:
+        with log_path.open("wb") as log:
+            # A session of its own: Ctrl-C reaches the bench only, which then stops the service in order.
+            process = subprocess.Popen(
+                [sys.executable, "-m", "eval.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+                 "--data-dir", str(root / "data")],
+                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                start_new_session=True,
+            )
+        url = f"http://127.0.0.1:{port}"
+        progress(f"service: starting on {url} (pid {process.pid}, data and log in {root})")
+        started = time.perf_counter()
+        _wait_for_health(url, process, log_path)
+        found = DEV_KEY_LINE.search(log_path.read_text(encoding="utf-8", errors="replace"))
+        progress(f"service: up in {time.perf_counter() - started:.1f} s"
+                 f"{', using its development key' if found else ', no development key printed: sending none'}")
+        yield RunningService(url=url, key=found.group(1) if found else None)
+        ok = True
+    finally:
+        if process is not None:
+            _stop(process)
+        if not ok and log_path.exists():
+            tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+            progress("service log (last lines):\n  " + "\n  ".join(tail))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_for_health(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the service exited with status {process.returncode} before it answered /healthz")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the service did not answer /healthz within {STARTUP_TIMEOUT_S:.0f} s (log: {log_path})")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# -- load --------------------------------------------------------------------------------------------------------
+
+
+def user_ids(config: ServeBenchConfig) -> list[str]:
+    return [f"bench-{config.seed}-u{n:04d}" for n in range(config.users)]
+
+
+def user_turns(user: str, config: ServeBenchConfig, index: int) -> list[Turn]:
+    """A user's ``memories_per_user`` turns (user turns only: one memory each), sessions of 20 a day apart."""
+    turns = synthetic_turns(config.memories_per_user, character=CHARACTER, user=user,
+                            seed=config.seed * 100_003 + index, per_session=SESSION_TURNS)
+    return [turn for turn in turns if turn.role == "user"]
+
+
+def load(client: FeltsenseClient, config: ServeBenchConfig, progress: Progress) -> dict[str, Any]:
+    """Every user's turns in, every session closed; returns counts and the time it took."""
+    started = time.perf_counter()
+    stored = duplicates = sessions = traces_pending = queued = 0
+    users = user_ids(config)
+    for index, user in enumerate(users):
+        turns = user_turns(user, config, index)
+        for start in range(0, len(turns), BATCH_TURNS):
+            report = client.ingest(turns[start : start + BATCH_TURNS])
+            stored += report.memories
+            duplicates += report.duplicates
+        for session_id, session in groupby(turns, key=lambda turn: turn.session_id):
+            closed = client.close_session(session_id, closed_at=list(session)[-1].timestamp + timedelta(minutes=10))
+            if isinstance(closed, CloseReport):
+                traces_pending += closed.traces_pending
+            else:  # queued (202): the traces are written in the background; wait_for_traces waits for them
+                queued += 1
+            sessions += 1
+        done = index + 1
+        if done % max(1, len(users) // 10) == 0 or done == len(users):
+            elapsed = time.perf_counter() - started
+            memories = done * config.memories_per_user
+            progress(f"load: {done}/{len(users)} users, {memories} memories, {elapsed:.0f} s "
+                     f"({memories / elapsed:.0f} memories/s)")
+    load_s = time.perf_counter() - started
+    return {"load_s": round(load_s, 1), "memories_stored": stored, "duplicates": duplicates, "sessions": sessions,
+            "traces_pending": traces_pending, "closes_queued": queued}
+
+
+def wait_for_traces(service: RunningService, config: ServeBenchConfig, progress: Progress) -> float:
+    """Wait until every user's last memory has its trace; returns the seconds waited.
+
+    A service with a job queue answers a close with 202 and writes the traces afterwards. Driving it while that
+    backlog drains would measure recall beside the write-time pass, so the drive waits. Jobs run in the order
+    the sessions were closed (one in-process thread; arq workers nearly so), so each user's last memory, from
+    its last session, is the one to watch. Its trace may be pending (the classifier failed): written is enough.
+    """
+    started = time.perf_counter()
+    headers = {} if service.key is None else {"authorization": f"Bearer {service.key}"}
+    with httpx.Client(base_url=service.url, headers=headers, timeout=config.timeout_s) as http:
+        for user in user_ids(config):
+            while True:
+                response = http.get("/v1/memories", params={
+                    "character_id": CHARACTER, "user_id": user, "offset": config.memories_per_user - 1, "limit": 1})
+                response.raise_for_status()
+                items = response.json()["items"]
+                if items and items[0]["trace"] is not None:
+                    break
+                if time.perf_counter() - started > TRACES_TIMEOUT_S:
+                    raise RuntimeError(f"the write-time jobs did not finish within {TRACES_TIMEOUT_S:.0f} s")
+                time.sleep(0.5)
+    waited = time.perf_counter() - started
+    progress(f"load: the queued write-time jobs finished {waited:.1f} s after the last close")
+    return waited
+
+
+# -- drive -------------------------------------------------------------------------------------------------------
+
+
+def recall_plan(config: ServeBenchConfig) -> list[RecallQuery]:
+    """The seeded plan: a random user and a message never seen before (a counter suffix) for each request."""
+    rng = random.Random(config.seed)
+    users = user_ids(config)
+    at = _after_last_turn(config)
+    return [
+        RecallQuery(character_id=CHARACTER, user_id=rng.choice(users), session_id="bench-live", at=at,
+                    message=f"{rng.choice(QUERIES)} ({config.seed}-{i})")
+        for i in range(config.requests)
+    ]
+
+
+def _after_last_turn(config: ServeBenchConfig) -> datetime:
+    """A day after every user's last session (``synthetic_turns`` starts each user on the same day)."""
+    first = synthetic_turns(1, character=CHARACTER, user="x", seed=0)[0].timestamp
+    return first + timedelta(days=config.memories_per_user // SESSION_TURNS + 1)
+
+
+async def drive(
+    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int
+) -> DriveStats:
+    """``concurrency`` workers work through ``plan`` once; each request's latency or error is recorded."""
+    stats = DriveStats()
+    queue = iter(plan)  # shared by the workers; asyncio runs one at a time between awaits, so no lock is needed
+
+    async def worker() -> None:
+        for query in queue:
+            begin = time.perf_counter_ns()
+            try:
+                await client.recall(query)
+            except Exception as exc:  # any failure is an error of the run; the run goes on
+                stats.record_error(exc)
+            else:
+                stats.latencies_ms.append((time.perf_counter_ns() - begin) / 1e6)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    stats.elapsed_s = time.perf_counter() - started
+    return stats
+
+
+def percentile(ordered: Sequence[float], fraction: float) -> float:
+    """Nearest rank on sorted samples (as ``eval.bench`` computes its p99s); 0 when there are none."""
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def summarize(stats: DriveStats) -> dict[str, Any]:
+    ordered = sorted(stats.latencies_ms)
+    return {
+        "throughput_rps": round(len(ordered) / stats.elapsed_s, 1) if stats.elapsed_s else 0.0,
+        "p50_ms": round(percentile(ordered, 0.50), 2),
+        "p99_ms": round(percentile(ordered, 0.99), 2),
+        "errors": sum(stats.errors.values()),
+        "p90_ms": round(percentile(ordered, 0.90), 2),
+        "max_ms": round(ordered[-1], 2) if ordered else 0.0,
+        "ok": len(ordered),
+        "elapsed_s": round(stats.elapsed_s, 2),
+    }
+
+
+async def _warm_and_drive(
+    url: str, key: str | None, config: ServeBenchConfig, progress: Progress
+) -> tuple[DriveStats, DriveStats]:
+    at = _after_last_turn(config)
+    warm_plan = [RecallQuery(character_id=CHARACTER, user_id=user, message=f"{QUERIES[0]} (warm-up)",
+                             session_id="bench-live", at=at) for user in user_ids(config)]
+    async with AsyncFeltsenseClient(url, api_key=key, timeout_s=config.timeout_s,
+                                    max_connections=config.concurrency) as client:
+        warm = await drive(client, warm_plan, config.concurrency)
+        progress(f"warm-up: {len(warm_plan)} recalls, one per user, in {warm.elapsed_s:.1f} s")
+        progress(f"drive: {config.requests} recalls over {config.users} users, concurrency {config.concurrency}")
+        measured = await drive(client, recall_plan(config), config.concurrency)
+    return warm, measured
+
+
+# -- the whole run -----------------------------------------------------------------------------------------------
+
+
+def bench_serve(config: ServeBenchConfig, *, progress: Progress | None = None) -> dict[str, Any]:
+    """Start (or use) the service, load it, warm it, drive it; the figures, the four headline keys first."""
+    say = progress or (lambda _msg: None)
+    with contextlib.ExitStack() as stack:
+        if config.url is None:
+            service = stack.enter_context(self_started_service(say))
+        else:
+            service = RunningService(url=config.url.rstrip("/"), key=config.key)
+        with FeltsenseClient(service.url, api_key=service.key, timeout_s=max(config.timeout_s, 300.0)) as client:
+            say(f"load: {config.users} users x {config.memories_per_user} memories "
+                f"(batches of {BATCH_TURNS} turns, sessions of {SESSION_TURNS})")
+            loaded = load(client, config, say)
+        if loaded["closes_queued"]:
+            loaded["write_backlog_s"] = round(wait_for_traces(service, config, say), 1)
+            loaded["load_s"] = round(loaded["load_s"] + loaded["write_backlog_s"], 1)
+        loaded["load_memories_per_s"] = round(config.users * config.memories_per_user / max(loaded["load_s"], 0.1), 1)
+        warm, measured = asyncio.run(_warm_and_drive(service.url, service.key, config, say))
+    for line in measured.first_errors + warm.first_errors:
+        say(f"error: {line}")
+    warm_ordered = sorted(warm.latencies_ms)
+    return {
+        **summarize(measured),
+        "error_kinds": dict(measured.errors),
+        "requests": config.requests,
+        "concurrency": config.concurrency,
+        "users": config.users,
+        "memories_per_user": config.memories_per_user,
+        **loaded,
+        "warmup_p50_ms": round(percentile(warm_ordered, 0.5), 2),
+        "warmup_errors": sum(warm.errors.values()),
+        "service": "self-started" if config.url is None else config.url,
+    }

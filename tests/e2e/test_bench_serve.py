@@ -1,0 +1,36 @@
+"""`feltsense bench serve` end to end, at toy sizes: a real service process, loaded and driven over loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_bench_serve_starts_loads_drives_and_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["bench", "serve", "--users", "3", "--memories-per-user", "20", "--requests", "40",
+                   "--concurrency", "4", "--json"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    assert list(result)[:4] == ["throughput_rps", "p50_ms", "p99_ms", "errors"]
+    assert result["errors"] == 0 and result["ok"] == 40, captured.err
+    assert result["throughput_rps"] > 0 and 0 < result["p50_ms"] <= result["p99_ms"]
+    assert result["memories_stored"] == 60 and result["sessions"] == 3
+
+    assert "using its development key" in captured.err  # found in the service's output, sent on every call
+
+    # The service it started is stopped, and its temporary data directory removed.
+    started = re.search(r"\(pid (\d+), data and log in (\S+)\)", captured.err)
+    assert started is not None, captured.err
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(started.group(1)), 0)
+    assert not Path(started.group(2)).exists()
