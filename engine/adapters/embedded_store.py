@@ -23,9 +23,10 @@ from numpy.typing import NDArray
 from engine.errors import ConfigurationError, InvalidInput, NotFound
 from engine.models import REGISTERS, Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
 from engine.ports import ToneCandidates
+from engine.retrieval import fuse_legs
 from engine.text import terms, words
 from engine.tuning import RetrievalParams
-from scoring.fusion import bm25, bm25_idf, fuse, normalise_similarity
+from scoring.fusion import bm25, bm25_idf
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -588,15 +589,8 @@ class EmbeddedStore:
             lexical = self._bm25(index, query_text, params)
             vector_hit = allowed & index.embedded_mask() & (cosine >= params.vector_min_similarity)
             lexical_hit = allowed & (lexical > 0.0)
-            relevance, keep = fuse(
-                normalise_similarity(cosine, min_similarity=params.vector_min_similarity,
-                                     full_similarity=params.vector_full_similarity),
-                lexical, vector_hit, lexical_hit,
-                vector_weight=params.vector_weight if query_vector is not None else 0.0,
-                lexical_weight=params.lexical_weight if query_vector is not None else 1.0,
-                lexical_only_cap=params.lexical_only_cap if query_vector is not None else 1.0,
-                fused_floor=params.fused_floor,
-            )
+            relevance, keep = fuse_legs(cosine, lexical, vector_hit, lexical_hit, params,
+                                        have_vector=query_vector is not None)
             counts["vector"] = int(np.count_nonzero(vector_hit))
             counts["lexical"] = int(np.count_nonzero(lexical_hit))
             hits = vector_hit | lexical_hit

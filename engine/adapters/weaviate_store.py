@@ -122,9 +122,9 @@ from engine.errors import (
 )
 from engine.models import Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
 from engine.ports import ToneCandidates
+from engine.retrieval import fuse_legs
 from engine.text import terms, words
 from engine.tuning import RetrievalParams
-from scoring.fusion import fuse, normalise_similarity
 
 BACKEND = "weaviate"
 PREFIX_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]*")
@@ -1034,15 +1034,8 @@ class WeaviateStore:
         vector_hit = in_vector & (cosine >= params.vector_min_similarity)
         lexical_hit = bm25 > 0.0
         lexical = bm25 / bm25.max() if lexical_hit.any() else bm25
-        relevance, keep = fuse(
-            normalise_similarity(cosine, min_similarity=params.vector_min_similarity,
-                                 full_similarity=params.vector_full_similarity),
-            lexical, vector_hit, lexical_hit,
-            vector_weight=params.vector_weight if query_vector is not None else 0.0,
-            lexical_weight=params.lexical_weight if query_vector is not None else 1.0,
-            lexical_only_cap=params.lexical_only_cap if query_vector is not None else 1.0,
-            fused_floor=params.fused_floor,
-        )
+        relevance, keep = fuse_legs(cosine, lexical, vector_hit, lexical_hit, params,
+                                    have_vector=query_vector is not None)
         counts["vector"] = int(np.count_nonzero(vector_hit))
         counts["lexical"] = int(np.count_nonzero(lexical_hit))
         counts["dropped_below_floor"] = int(np.count_nonzero((vector_hit | lexical_hit) & ~keep))
