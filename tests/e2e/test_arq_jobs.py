@@ -29,11 +29,12 @@ from api.worker import NIGHTLY_MAINTENANCE, WRITE_MAX_TRIES, WorkerSettings, cre
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.errors import BackendUnavailable
-from engine.models import CloseReport, TraceStatus, Turn
+from engine.models import CloseReport, TraceStatus
 from engine.service import Engine
 from tests.fakes import FakeClassification, KeywordClassifier
 from tests.servers import redis as redis_servers
 from tests.servers.redis import RedisServer
+from tests.sessions import CLOSED_AT, LUNA, T0, turns
 
 pytestmark = [
     pytest.mark.redis,
@@ -41,21 +42,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Call to deprecated close:DeprecationWarning"),
 ]
 
-T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
-CLOSED_AT = T0 + timedelta(minutes=10)
-LUNA = [
-    ("user", "My dog Luna died last week."),
-    ("character", "I'm so sorry."),
-    ("user", "Luna and I walked in the park every morning."),
-]
-
-
-def turns(session: str) -> list[Turn]:
-    return [
-        Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id="u1", role=role,  # type: ignore[arg-type]
-             text=text, timestamp=T0 + timedelta(seconds=30 * i))
-        for i, (role, text) in enumerate(LUNA)
-    ]
 
 
 class SwitchableClassifier(KeywordClassifier):

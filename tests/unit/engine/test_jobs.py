@@ -6,7 +6,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -17,25 +16,10 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.errors import BackendUnavailable
 from engine.jobs import InProcessJobs, write_job_id
-from engine.models import TraceStatus, Turn
+from engine.models import TraceStatus
 from engine.service import Engine
 from tests.fakes import BrokenClassifier, FakeClassification, KeywordClassifier
-
-T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
-CLOSED_AT = T0 + timedelta(minutes=10)
-LUNA = [
-    ("user", "My dog Luna died last week."),
-    ("character", "I'm so sorry."),
-    ("user", "Luna and I walked in the park every morning."),
-]
-
-
-def turns(session: str) -> list[Turn]:
-    return [
-        Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id="u1", role=role,  # type: ignore[arg-type]
-             text=text, timestamp=T0 + timedelta(seconds=30 * i))
-        for i, (role, text) in enumerate(LUNA)
-    ]
+from tests.sessions import CLOSED_AT, turns
 
 
 class GatedClassifier(KeywordClassifier):
