@@ -59,6 +59,18 @@ class Principal:
     key_id: str
 
 
+@dataclass(frozen=True)
+class KeyInfo:
+    """What may be shown about a key: everything but its secret."""
+
+    key_id: str
+    org: str
+    role: str
+    label: str
+    created_at: str
+    revoked_at: str | None
+
+
 def scoped(org: str, value: str) -> str:
     """An id as the engine stores it: namespaced with the organisation."""
     return f"{org}{SEPARATOR}{value}"
@@ -94,6 +106,27 @@ class KeyStore:
                 (key_id, org, role, _digest(secret), label, datetime.now(UTC).isoformat()),
             )
         return f"fs_{key_id}_{secret}"
+
+    def list(self) -> list[KeyInfo]:
+        """Every key, revoked ones included, oldest first: ids, organisations and roles, never secrets."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key_id, org, role, label, created_at, revoked_at FROM api_keys ORDER BY created_at, key_id"
+            ).fetchall()
+        return [KeyInfo(*row) for row in rows]
+
+    def revoke(self, key_id: str) -> KeyInfo:
+        """Revoke a key: from now on it authenticates nothing. Revoking twice keeps the first time.
+        Raises KeyError for an unknown id."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
+                (datetime.now(UTC).isoformat(), key_id),
+            )
+        found = [key for key in self.list() if key.key_id == key_id]
+        if not found:
+            raise KeyError(key_id)
+        return found[0]
 
     def authenticate(self, token: str) -> Principal | None:
         match = _TOKEN.match(token.strip())

@@ -38,7 +38,8 @@ def serve(settings: Settings) -> None:
              settings.data_dir.resolve())
     log.info("write-time jobs run %s", "in Redis (run `feltsense worker`)" if settings.redis_url else "in-process")
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
+                    access_log=settings.http_access_log)
     finally:
         engine.close()
         tuning.close()

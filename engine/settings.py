@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    http_access_log: bool = Field(
+        default=False,
+        description="uvicorn's line per HTTP request; every recall logs its own line (with the mode that answered)",
+    )
     background_interval_s: float = Field(
         default=30.0, gt=0, description="how often the background pass backfills vectors and retries traces"
     )

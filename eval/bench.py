@@ -326,9 +326,15 @@ def _weaviate_factory(server: tuple[str, int] | None) -> EngineFactory:
 
 
 def print_result(name: str, result: dict[str, Any], *, as_json: bool) -> None:
-    width = max(len(k) for k in result)
+    flat: dict[str, Any] = {}
+    for key, value in result.items():  # one level of nesting is shown as "phase.key"
+        if isinstance(value, dict) and value and not any(isinstance(v, dict) for v in value.values()):
+            flat.update({f"{key}.{sub}": v for sub, v in value.items()})
+        else:
+            flat[key] = value
+    width = max(len(k) for k in flat)
     print(name)
-    for key, value in result.items():
+    for key, value in flat.items():
         print(f"  {key:<{width}}  {value}")
     if as_json:
         print(json.dumps(result))

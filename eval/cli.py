@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from api.auth import KeyStore
     from eval.transcripts import EngineFactory
 
 EXIT_OK = 0
@@ -71,14 +72,52 @@ def _add_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     create.add_argument("--label", default="", help="a note kept with the key")
     create.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
     create.set_defaults(handler=handle_keys_create)
+    listing = key_commands.add_parser("list", help="list keys: id, organisation, role, label, created, revoked")
+    listing.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
+    listing.set_defaults(handler=handle_keys_list)
+    revoke = key_commands.add_parser("revoke", help="revoke a key by its id (the 16 hex digits after 'fs_')")
+    revoke.add_argument("key_id")
+    revoke.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
+    revoke.set_defaults(handler=handle_keys_revoke)
 
 
-def handle_keys_create(args: argparse.Namespace, runtime: Runtime) -> int:
+def _key_store_for(args: argparse.Namespace) -> KeyStore:
     from api.server import key_store
     from engine.settings import Settings
 
-    settings = Settings() if args.data_dir is None else Settings(data_dir=args.data_dir)
-    store = key_store(settings)
+    return key_store(Settings() if args.data_dir is None else Settings(data_dir=args.data_dir))
+
+
+def handle_keys_list(args: argparse.Namespace, runtime: Runtime) -> int:
+    store = _key_store_for(args)
+    try:
+        keys = store.list()
+    finally:
+        store.close()
+    for key in keys:
+        state = f"revoked {key.revoked_at}" if key.revoked_at else "active"
+        print(f"{key.key_id}  org={key.org}  role={key.role}  created={key.created_at}  {state}  {key.label}".rstrip(),
+              file=runtime.stdout)
+    return EXIT_OK
+
+
+def handle_keys_revoke(args: argparse.Namespace, runtime: Runtime) -> int:
+    store = _key_store_for(args)
+    try:
+        key = store.revoke(args.key_id)
+    except KeyError:
+        print(f"feltsense keys revoke: no key with id {args.key_id!r} (see `feltsense keys list`)",
+              file=runtime.stderr)
+        return EXIT_INVALID
+    finally:
+        store.close()
+    print(f"revoked {key.key_id} (org {key.org}, role {key.role}) at {key.revoked_at}; it authenticates nothing now",
+          file=runtime.stdout)
+    return EXIT_OK
+
+
+def handle_keys_create(args: argparse.Namespace, runtime: Runtime) -> int:
+    store = _key_store_for(args)
     try:
         token = store.create(args.org, args.role, label=args.label)
     except ValueError as exc:
@@ -160,14 +199,19 @@ def _add_bench_serve(bench_commands: argparse._SubParsersAction[argparse.Argumen
         "serve", help="the HTTP service under concurrent recalls: throughput and latency percentiles",
         description=(
             "Start the service on a free loopback port with a temporary data directory (or use the one at --url), "
-            "load it through the API, then send a bounded, seeded number of concurrent recalls across many users "
-            "and print throughput and latency percentiles. Exit status 1 when any recall failed."
+            "load it through the API, then send a bounded, seeded number of concurrent recalls across many users: "
+            "first with --concurrency always in flight (saturation throughput), then on a fixed schedule of --rate "
+            "per second with at most --concurrency in flight (latency percentiles). Exit status 1 when any recall "
+            "failed."
         ),
     )
     serve.add_argument("--users", type=int, default=100)
     serve.add_argument("--memories-per-user", type=int, default=1000)
     serve.add_argument("--concurrency", type=int, default=16, help="recalls in flight at once")
-    serve.add_argument("--requests", type=int, default=2000, help="recalls to send in all; the run then stops")
+    serve.add_argument("--requests", type=int, default=2000,
+                       help="recalls per drive (saturation, then paced); the run then stops")
+    serve.add_argument("--rate", type=float, default=150.0,
+                       help="recalls per second offered by the paced drive (latency is measured there)")
     serve.add_argument("--seed", type=int, default=13)
     serve.add_argument("--url", help="drive the service already running here instead of starting one")
     serve.add_argument("--key", help="the API key for --url (a self-started service's development key is found)")
@@ -188,8 +232,8 @@ def handle_bench_serve(args: argparse.Namespace, runtime: Runtime) -> int:
 
     try:
         config = ServeBenchConfig(users=args.users, memories_per_user=args.memories_per_user,
-                                  concurrency=args.concurrency, requests=args.requests, seed=args.seed,
-                                  url=args.url, key=args.key)
+                                  concurrency=args.concurrency, requests=args.requests, rate=args.rate,
+                                  seed=args.seed, url=args.url, key=args.key)
     except ValueError as exc:
         print(f"feltsense bench serve: {exc}", file=runtime.stderr)
         return EXIT_INVALID

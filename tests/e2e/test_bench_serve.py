@@ -16,14 +16,18 @@ pytestmark = pytest.mark.slow
 
 def test_bench_serve_starts_loads_drives_and_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["bench", "serve", "--users", "3", "--memories-per-user", "20", "--requests", "40",
-                   "--concurrency", "4", "--json"])
+                   "--concurrency", "4", "--rate", "20", "--json"])
     captured = capsys.readouterr()
     assert status == 0, captured.err
 
     result = json.loads(captured.out.strip().splitlines()[-1])
     assert list(result)[:4] == ["throughput_rps", "p50_ms", "p99_ms", "errors"]
-    assert result["errors"] == 0 and result["ok"] == 40, captured.err
-    assert result["throughput_rps"] > 0 and 0 < result["p50_ms"] <= result["p99_ms"]
+    assert result["errors"] == 0, captured.err
+    assert result["saturation"]["ok"] == 40 and result["paced"]["ok"] == 40
+    # The paced drive really is paced: 40 recalls offered at 20/s take about two seconds, not a burst.
+    assert result["paced"]["elapsed_s"] >= 39 / 20
+    assert result["throughput_rps"] == result["saturation"]["throughput_rps"] > 0
+    assert 0 < result["p50_ms"] <= result["p99_ms"] and result["p50_ms"] == result["paced"]["p50_ms"]
     assert result["memories_stored"] == 60 and result["sessions"] == 3
 
     assert "using its development key" in captured.err  # found in the service's output, sent on every call
