@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from litestar import Litestar, Request, Response, get, post
@@ -21,6 +21,7 @@ from litestar.openapi.plugins import SwaggerRenderPlugin
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import KeyStore, Principal, scoped
+from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
 from api.security import authenticator, require
 from api.tenancy import scope_query, scope_turn, unscope_result
@@ -30,6 +31,7 @@ from engine.errors import (
     BackendUnavailable,
     ConfigurationError,
     FeltsenseError,
+    Forbidden,
     InvalidInput,
     NotFound,
 )
@@ -83,6 +85,8 @@ def _http_problem(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
 def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Response[dict[str, Any]]:
     if isinstance(exc, NotFound):
         return _problem(404, "Not found", str(exc))
+    if isinstance(exc, Forbidden):
+        return _problem(403, "Forbidden", str(exc))
     if isinstance(exc, InvalidInput):
         return _problem(422, "Invalid request", str(exc), errors=[{"field": exc.field or "", "message": str(exc)}])
     if isinstance(exc, BackendUnavailable):
@@ -133,6 +137,7 @@ async def healthz() -> Health:
 
 # -- background jobs and readiness ---------------------------------------------------------------------------
 
+SWEEP_EVERY = timedelta(days=1)
 READY_CHECK_TIMEOUT_S = 5.0
 READY_RETRY_AFTER_S = 5
 
@@ -201,12 +206,18 @@ def create_app(
     @contextlib.asynccontextmanager
     async def retry_pending(app: Litestar) -> AsyncIterator[None]:
         async def loop() -> None:
+            last_sweep = engine.clock()
             while True:
                 await asyncio.sleep(retry_interval_s)
                 done = await asyncio.to_thread(engine.background_pass)
-                if any(done.values()):
+                if done["vectors"] or done["traces"]:
                     log.info("background pass: %d vectors backfilled, %d pending traces written",
                              done["vectors"], done["traces"])
+                if jobs is None and engine.clock() - last_sweep >= SWEEP_EVERY:
+                    # Without a worker, the service runs the nightly sweep itself, once a day.
+                    last_sweep = engine.clock()
+                    swept = await asyncio.to_thread(engine.sweep)
+                    log.info("sweep: %s", swept.model_dump())
 
         task = asyncio.create_task(loop())
         try:
@@ -218,7 +229,7 @@ def create_app(
 
     return Litestar(
         route_handlers=[ingest_turns, close_session if jobs is None else enqueue_close, recall, healthz, readyz,
-                        *memory_routes, *tuning_routes],
+                        *memory_routes, *tuning_routes, *lifecycle_routes],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=False),

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from litestar import delete, get
 from litestar.params import Parameter
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal
 from api.security import require
 from api.tenancy import scope_partition, scope_query, unscope_memory
-from engine.models import Identifier, Memory, RecallQuery, Trace
+from engine.lifecycle import ErasureReceipt
+from engine.models import Identifier, Memory, MemoryState, RecallQuery, Trace
 from engine.service import Engine
 
 MAX_PAGE = 200
@@ -23,6 +24,7 @@ class MemoryView(BaseModel):
     model_config = ConfigDict(extra="forbid")
     memory: Memory
     trace: Trace | None
+    state: MemoryState | None = Field(default=None, description="status, pins and strength signals")
 
 
 class MemoryPage(BaseModel):
@@ -42,6 +44,7 @@ def list_memories(
     q: str | None = Parameter(default=None, max_length=2000, description="search text (hybrid, then reranked)"),
     offset: int = Parameter(default=0, ge=0),
     limit: int = Parameter(default=50, ge=1, le=MAX_PAGE),
+    archived: bool = Parameter(default=False, description="the audit flag: list archived memories too"),
 ) -> MemoryPage:
     require(principal, "runtime", "evaluator")
     if q:
@@ -57,8 +60,11 @@ def list_memories(
         ]
         return MemoryPage(items=items, offset=0, limit=limit, next_offset=None)
     page = engine.memories(scope_partition(principal.org, character_id, user_id), offset=offset, limit=limit)
+    states = engine.states([m.memory_id for m, _ in page])
+    shown = ("active", "archived") if archived else ("active",)
     return MemoryPage(
-        items=[MemoryView(memory=unscope_memory(principal.org, m), trace=t) for m, t in page],
+        items=[MemoryView(memory=unscope_memory(principal.org, m), trace=t, state=states[m.memory_id])
+               for m, t in page if states[m.memory_id].status in shown],
         offset=offset, limit=limit, next_offset=offset + limit if len(page) == limit else None,
     )
 
@@ -80,13 +86,15 @@ def get_trace(
     return engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))[1]
 
 
-@delete("/v1/memories/{memory_id:str}", status_code=204, sync_to_thread=True,
-        summary="Delete one memory with its trace, vector and lexical entries")
+@delete("/v1/memories/{memory_id:str}", status_code=200, sync_to_thread=True,
+        summary="Erase one memory with its trace, facts, vector and lexical entries; returns a receipt")
 def delete_memory(
-    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
-) -> None:
+    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier,
+    strict: bool = Parameter(default=False, description="drop names from the audit trail too"),
+) -> ErasureReceipt:
     require(principal, "runtime")
-    engine.forget(memory_id, scope_partition(principal.org, character_id, user_id))
+    return engine.forget(memory_id, scope_partition(principal.org, character_id, user_id), strict=strict,
+                         actor=f"{principal.role}:{principal.key_id}")
 
 
 memory_routes = [list_memories, get_memory, get_trace, delete_memory]

@@ -10,9 +10,9 @@ Jobs (arq calls each with its ``ctx``; ``ctx["engine"]`` is built from the setti
   After the last try the traces stay pending, so nothing is lost: the nightly job (and the API's background
   pass) retries them, up to the write profile's ``max_attempts``.
 - ``nightly_maintenance(ctx)``, a cron job at 03:00 UTC: ``Engine.background_pass`` (embed memories stored while
-  the embedder was down, retry pending traces); returns the counts. Decay itself needs no sweep: salience decays
-  at recall time from each memory's age, so there is nothing stored to update. The lifecycle work (archiving)
-  belongs here when it comes.
+  the embedder was down, retry pending traces), then ``Engine.sweep`` (fold usage into strength, finish
+  interrupted supersessions, archive what decayed, file consolidation proposals); returns the counts. Salience
+  and strength themselves decay at recall time, computed live from stored signals.
 
 The worker and the API must share one store, since the worker writes the traces the API reads; the embedded
 store keeps its indexes in the serving process, so Redis is refused with it (``api.jobs.check_shared_store``).
@@ -75,10 +75,13 @@ async def write_session(ctx: dict[str, Any], session_id: str, closed_at_iso: str
 
 
 async def nightly_maintenance(ctx: dict[str, Any]) -> dict[str, int]:
-    """Backfill vectors and retry pending traces; returns ``{"vectors": n, "traces": n}``."""
+    """Backfill vectors, retry pending traces, sweep; returns the counts of each."""
     engine: Engine = ctx["engine"]
     done = await asyncio.to_thread(engine.background_pass)
-    log.info("nightly maintenance: %d vectors backfilled, %d pending traces written", done["vectors"], done["traces"])
+    swept = await asyncio.to_thread(engine.sweep)
+    done.update({"archived": swept.archived, "proposed": swept.proposed, "repaired": swept.repaired})
+    log.info("nightly maintenance: %d vectors backfilled, %d pending traces written, %d archived, %d proposed",
+             done["vectors"], done["traces"], done["archived"], done["proposed"])
     return done
 
 

@@ -3,6 +3,7 @@ problem details in one place.
 
     FeltsenseError
     ├── NotFound                 404: the thing does not exist (or is not the caller's to see)
+    ├── Forbidden                403: the caller's role may not do this in that scope
     ├── InvalidInput             422: a value is wrong; says what, where and why
     ├── ConfigurationError       the service is set up wrong (raised at startup)
     └── BackendError
@@ -18,6 +19,10 @@ class FeltsenseError(Exception):
 
 
 class NotFound(FeltsenseError):
+    pass
+
+
+class Forbidden(FeltsenseError):
     pass
 
 

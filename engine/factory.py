@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.errors import ConfigurationError
+from engine.ledger import Ledger
 from engine.ports import Classifier, Embedder, MemoryStore
 from engine.service import Engine
 from engine.settings import Settings
@@ -82,4 +83,5 @@ def build_engine(
         embedder=embedder,
         classifier=classifier or build_classifier(settings),
         profiles=profiles,
+        ledger=Ledger(settings.data_dir / "ledger.sqlite3"),
     )

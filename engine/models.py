@@ -63,10 +63,40 @@ class Turn(Frozen):
 
 
 class Partition(Frozen):
-    """Memory is partitioned by (character, user): one user's memories with one character."""
+    """Memory is partitioned by (character, user): one user's memories with one character.
 
-    character_id: Identifier
-    user_id: Identifier
+    The character canon and the organisation's shared memory live in partitions of their own, whose user (and,
+    for shared, character) is a reserved id starting with ``~``, which no caller's id can (see ``engine.scopes``).
+    """
+
+    character_id: str = Field(min_length=1, max_length=220)
+    user_id: str = Field(min_length=1, max_length=220)
+
+
+Scope = Literal["user", "canon", "shared"]
+"""Memory levels, narrowest first: one user with one character; the character's canon; the organisation's."""
+
+RecordKind = Literal["turn", "fact"]
+Status = Literal["active", "provisional", "revoked", "archived"]
+"""active: in recall. provisional: waiting for review, out of recall. revoked: superseded or rejected, out of
+recall for good. archived: decayed into the cold archive, out of everyday recall, restorable."""
+
+Source = Literal["user_stated", "inferred", "model_generated", "director"]
+"""Where a record came from; its strength's source trust follows (user-stated > inferred > model-generated)."""
+
+
+class ExtractedFact(Frozen):
+    """An atomic fact as the write-time pass finds it: a subject, a relation and one self-contained sentence.
+
+    ``(subject, relation)`` names a single-valued slot: a later fact on the same slot (in the same scope and for
+    the same user) with different content supersedes this one. Multi-valued relations put the thing itself in
+    the subject ("jazz" / "opinion": "The user loves jazz.") so that two likes never supersede each other.
+    """
+
+    subject: str = Field(min_length=1, max_length=120, description='normalised, lower case: "user", "user\'s dog"')
+    relation: str = Field(min_length=1, max_length=60, pattern=r"^[a-z_]+$")
+    value: str = Field(min_length=1, max_length=200, description='the object as said: "Lisbon"')
+    sentence: str = Field(min_length=1, max_length=500, description='"The user lives in Lisbon."')
 
 
 class TraceStatus(StrEnum):
@@ -77,6 +107,17 @@ class TraceStatus(StrEnum):
 class MemoryKind(StrEnum):
     EMOTIONAL = "emotional"
     FACTUAL = "factual"
+
+
+class FactInfo(Frozen):
+    """What makes a memory an atomic fact: its slot, its content hash and where it came from."""
+
+    subject: str
+    relation: str
+    value: str
+    content_hash: str = Field(description="sha256 of the normalised sentence: identical content dedups")
+    source: Source
+    provenance: tuple[str, ...] = Field(default=(), description="the memories (or session) it was distilled from")
 
 
 class Memory(Frozen):
@@ -96,10 +137,43 @@ class Memory(Frozen):
     text: str
     context: str = ""
     created_at: AwareDatetime
+    kind: RecordKind = "turn"
+    scope: Scope = "user"
+    fact: FactInfo | None = Field(default=None, description="set for an atomic fact (kind 'fact')")
 
     @property
     def partition(self) -> Partition:
         return Partition(character_id=self.character_id, user_id=self.user_id)
+
+    @property
+    def slot(self) -> tuple[str, str] | None:
+        """A fact's (subject, relation): the key supersession works on, within the fact's partition."""
+        return None if self.fact is None else (self.fact.subject, self.fact.relation)
+
+
+class StrengthSignals(Frozen):
+    """The stored strength vector: kept whole, collapsed to a scalar only at ranking time (scoring.strength)."""
+
+    retrievals: int = Field(default=0, ge=0, description="times recall returned the memory")
+    mentions: int = Field(default=1, ge=0, description="times the same content was written (a fact coming back)")
+    query_kinds: tuple[str, ...] = Field(default=(), description="distinct kinds of query that reached it (capped)")
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    last_validated: AwareDatetime | None = Field(default=None, description="decay runs from here; None: created")
+    last_retrieved: AwareDatetime | None = None
+    source: Source = "user_stated"
+
+
+class MemoryState(Frozen):
+    """A memory's lifecycle, apart from its content (which never changes): status, supersession, pins, strength."""
+
+    memory_id: str
+    status: Status = "active"
+    prior_status: Status | None = Field(default=None, description="what an archived memory is restored to")
+    superseded_by: str | None = Field(default=None, description="the fact that replaced this one (or its fact)")
+    stale: bool = Field(default=False, description="a turn whose fact was superseded: it never outranks the fact")
+    pinned: bool = False
+    signals: StrengthSignals = StrengthSignals()
+    changed_at: AwareDatetime | None = None
 
 
 class Trace(Frozen):
@@ -114,6 +188,9 @@ class Trace(Frozen):
     anchors: tuple[str, ...] = ()
     facts: tuple[str, ...] = Field(
         default=(), description='durable facts the user stated, one sentence each ("The user lives in Lisbon.")'
+    )
+    extracted: tuple[ExtractedFact, ...] = Field(
+        default=(), description="facts a model-backed classifier found, with their slots (written as facts)"
     )
     kind: MemoryKind = MemoryKind.FACTUAL
     written_at: AwareDatetime
@@ -173,6 +250,9 @@ class RecalledMemory(Frozen):
     legs: tuple[Leg, ...]
     trace: Trace | None
     matched_anchors: tuple[str, ...]
+    kind: RecordKind = "turn"
+    scope: Scope = Field(default="user", description="the memory level it came from: user, canon or shared")
+    stale: bool = Field(default=False, description="it carried a fact that has since been superseded")
     components: ScoreComponents
 
 

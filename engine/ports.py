@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.models import Candidate, Memory, Partition, Trace, Turn
+from engine.models import Candidate, ExtractedFact, Memory, MemoryState, Partition, Trace, Turn
 from engine.tuning import RetrievalParams
 
 
@@ -64,6 +64,11 @@ class TraceClassification(Protocol):
         """Durable facts, one sentence each; merged with the extracted ones."""
         ...
 
+    @property
+    def extracted(self) -> tuple[ExtractedFact, ...]:
+        """The same facts with their slots (subject, relation), when the classifier finds them."""
+        ...
+
 
 class Classifier(Protocol):
     """Classifies one closed session's memories at write time, in conversation order (one call per session).
@@ -108,7 +113,9 @@ class MemoryStore(Protocol):
 
     def get_turns(self, session_id: str) -> list[Turn]: ...
 
-    def session_memories(self, session_id: str) -> list[Memory]: ...
+    def session_memories(self, session_id: str) -> list[Memory]:
+        """A session's turn memories in ingest order (facts distilled from the session are not among them)."""
+        ...
 
     def list_memories(self, partition: Partition, *, offset: int, limit: int) -> list[Memory]:
         """One partition's memories in ingest order, a page at a time."""
@@ -133,7 +140,7 @@ class MemoryStore(Protocol):
         self, partition: Partition, *, min_intensity: float, max_valence: float
     ) -> ToneCandidates:
         """Complete emotional traces at or above ``min_intensity`` and at or below ``max_valence``: the memories
-        that can carry tone rules."""
+        that can carry tone rules. Archived memories count: a grief keeps its standing rule in the archive."""
         ...
 
     def pending_sessions(self) -> list[str]:
@@ -153,8 +160,10 @@ class MemoryStore(Protocol):
         params: RetrievalParams,
         exclude_session: str | None,
         created_before: datetime,
+        include_archived: bool = False,
     ) -> tuple[list[Candidate], dict[str, int]]:
-        """Stage one. With no query vector the vector leg is skipped (the embedder is down).
+        """Stage one over the partition's active memories (and archived ones with ``include_archived``); a
+        provisional or revoked memory is never a candidate. With no query vector the vector leg is skipped.
 
         Returns up to ``params.candidates`` candidates, best first, and counts for the recall trace
         (vector, lexical, fused, dropped_below_floor, excluded_current_session).
@@ -163,11 +172,37 @@ class MemoryStore(Protocol):
 
     def substring_search(
         self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
-        created_before: datetime,
+        created_before: datetime, include_archived: bool = False,
     ) -> list[Candidate]:
-        """The last-resort mode: memories containing any of the query's words as plain substrings."""
+        """The last-resort mode: active memories containing any of the query's words as plain substrings."""
         ...
 
     def count(self, partition: Partition) -> int: ...
+
+    # -- lifecycle: states, facts, erasure ------------------------------------------------------------------
+
+    def get_states(self, memory_ids: Sequence[str]) -> dict[str, MemoryState]:
+        """Stored states by memory id; a memory without one is active with default signals."""
+        ...
+
+    def put_states(self, states: Sequence[MemoryState]) -> None:
+        """Replace states (the memories must exist: NotFound otherwise). Status decides what search sees."""
+        ...
+
+    def list_facts(self, partition: Partition) -> list[Memory]:
+        """Every fact record of a partition, whatever its status, oldest first."""
+        ...
+
+    def write_fact(self, fact: Memory, vector: NDArray[np.float32] | None, state: MemoryState,
+                   replaced: Sequence[MemoryState]) -> None:
+        """Store a new fact with its state and, in the same step, the states of what it replaces (the revoked
+        facts and the memories marked stale). A store with transactions commits them together. One without
+        writes the new fact first and the replacements after, so a crash between leaves both facts active,
+        which readers resolve by keeping the newest active fact of each slot (``engine.facts.current``)."""
+        ...
+
+    def delete_turns(self, partition: Partition) -> int:
+        """Erase a partition's turns (the raw conversation); returns how many."""
+        ...
 
     def close(self) -> None: ...

@@ -14,10 +14,12 @@ from datetime import datetime
 
 import numpy as np
 
+from engine.facts import current
 from engine.models import (
     Candidate,
     Memory,
     MemoryKind,
+    MemoryState,
     Partition,
     RecalledMemory,
     RecallMode,
@@ -30,10 +32,13 @@ from engine.models import (
     TraceStatus,
 )
 from engine.ports import Embedder, MemoryStore
+from engine.scopes import CANON, partition_for, visible
 from engine.text import matched_anchors, terms
 from engine.tuning import ProfileSource, TuningProfile
 from prompts.context import assemble
 from prompts.wording import tone_instruction
+from scoring import strength as strength_kernel
+from scoring.mmr import mmr
 from scoring.rerank import StageTwoParams, salience_for, stage_two
 
 log = logging.getLogger("feltsense.recall")
@@ -55,6 +60,34 @@ def stage_two_params(profile: TuningProfile, limit: int | None = None) -> StageT
         tone_min_intensity=profile.tone.min_intensity,
         tone_max_valence=profile.tone.max_valence,
         standing_rule_salience=profile.tone.standing_rule_salience,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def strength_params(profile: TuningProfile) -> strength_kernel.StrengthParams:
+    return strength_kernel.StrengthParams(**profile.strength.model_dump())
+
+
+def strengths(
+    memories: Sequence[Memory], states: dict[str, MemoryState], now: datetime, profile: TuningProfile
+) -> np.ndarray:
+    """The live strength scalar of each memory, from its stored signal vector (scoring.strength)."""
+    rows = [states.get(m.memory_id) or MemoryState(memory_id=m.memory_id) for m in memories]
+    validated = [
+        (s.signals.last_validated or m.created_at).timestamp() for m, s in zip(memories, rows, strict=True)
+    ]
+    return strength_kernel.strength(
+        now_epoch=now.timestamp(),
+        last_validated_epoch=np.array(validated, dtype=np.float64),
+        retrievals=np.array([s.signals.retrievals for s in rows], dtype=np.float64),
+        query_kinds=np.array([len(s.signals.query_kinds) for s in rows], dtype=np.float64),
+        confidence=np.array([s.signals.confidence for s in rows], dtype=np.float64),
+        source_trust=np.array([strength_kernel.source_trust_of(s.signals.source) for s in rows], dtype=np.float64),
+        # The protected class: canon, and atomic facts (a fact is outdated by supersession, not by age).
+        canon=np.array([m.scope == "canon" or m.kind == "fact" for m in memories], dtype=bool),
+        pinned=np.array([s.pinned for s in rows], dtype=bool),
+        stale=np.array([s.stale for s in rows], dtype=bool),
+        params=strength_params(profile),
     )
 
 
@@ -87,24 +120,38 @@ class Recaller:
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
 
         mark = time.perf_counter()
-        candidates, counts = self._store.search(
-            partition, query_vector=vector, query_text=query.message, params=profile.retrieval,
-            exclude_session=exclude, created_before=now,
-        )
-        if mode == "lexical" and not candidates:
-            mode = "substring"
-            candidates = self._store.substring_search(
-                partition, query_text=query.message, limit=profile.retrieval.candidates,
+        levels = visible(query.character_id, query.user_id)
+        candidates: list[Candidate] = []
+        counts: dict[str, int] = {}
+        for _, level in levels:  # filters before ranking: each level is searched for what this user may see
+            found, level_counts = self._store.search(
+                level, query_vector=vector, query_text=query.message, params=profile.retrieval,
                 exclude_session=exclude, created_before=now,
             )
+            candidates.extend(found)
+            for key, value in level_counts.items():
+                counts[key] = counts.get(key, 0) + value
+        if mode == "lexical" and not candidates:
+            mode = "substring"
+            for _, level in levels:
+                candidates.extend(self._store.substring_search(
+                    level, query_text=query.message, limit=profile.retrieval.candidates,
+                    exclude_session=exclude, created_before=now,
+                ))
             notes.append("lexical leg found nothing; answered by substring matching")
+        candidates.sort(key=lambda c: -c.relevance)  # stable: ties keep level order, narrowest first
+        candidates = candidates[: profile.retrieval.candidates]
         timings["stage_one_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
         ids = [c.memory_id for c in candidates]
         memories = {m.memory_id: m for m in self._store.get_memories(ids)}
-        traces = self._store.get_traces(ids)
-        recalled, toned = self.stage_two(query, candidates, memories, traces, now, profile, limit=query.limit)
+        states = self._store.get_states(ids)
+        candidates, memories, states = self._current_facts_only(query.character_id, candidates, memories, states,
+                                                                    notes)
+        traces = self._store.get_traces([c.memory_id for c in candidates])
+        recalled, toned = self.stage_two(query, candidates, memories, traces, now, profile, limit=query.limit,
+                                         states=states)
         timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -138,6 +185,60 @@ class Recaller:
             trace=trace,
         )
 
+    def _current_facts_only(
+        self, character_id: str, candidates: list[Candidate], memories: dict[str, Memory],
+        states: dict[str, MemoryState], notes: list[str],
+    ) -> tuple[list[Candidate], dict[str, Memory], dict[str, MemoryState]]:
+        """Facts that are not current leave; a stale memory brings the fact that replaced it; canon wins.
+
+        A fact is current when it is the one active fact of its slot (``engine.facts.current``). A memory that
+        carried a superseded fact stays findable (its feelings still matter) but it brings the current fact in
+        with at least its own relevance, and its strength carries the stale weight, so the outdated chunk never
+        outranks the fact. A user's or the organisation's fact on a slot the character's canon holds is left
+        out: a preference can shape an answer but never override canon.
+        """
+        fact_partitions = {m.partition for m in memories.values() if m.kind == "fact"}
+        wanted = {s.superseded_by for s in states.values() if s.stale and s.superseded_by}
+        if not fact_partitions and not wanted:
+            return candidates, memories, states
+        fetched = {m.memory_id: m for m in self._store.get_memories([w for w in wanted if w not in memories])}
+        fact_partitions |= {m.partition for m in fetched.values()}
+        if any(m.kind == "fact" and m.scope != "canon" for m in memories.values()):
+            fact_partitions.add(partition_for("canon", character_id))
+        by_partition: dict[Partition, set[str]] = {}
+        canon_slots: set[tuple[str, str]] = set()
+        for part in fact_partitions:
+            facts = self._store.list_facts(part)
+            winners = current(facts, self._store.get_states([f.memory_id for f in facts]))
+            by_partition[part] = {f.memory_id for f in winners.values()}
+            if part.user_id == CANON:
+                canon_slots |= set(winners)
+        kept: list[Candidate] = []
+        present = {c.memory_id for c in candidates}
+        for candidate in candidates:
+            memory = memories.get(candidate.memory_id)
+            if memory is None:
+                continue
+            if memory.kind == "fact":
+                if candidate.memory_id not in by_partition.get(memory.partition, set()):
+                    continue  # superseded (or a crash left it behind its replacement)
+                if memory.scope != "canon" and memory.slot in canon_slots:
+                    notes.append(f"{memory.scope} fact {memory.memory_id} left out: canon holds its slot")
+                    continue
+            kept.append(candidate)
+            state = states.get(candidate.memory_id)
+            replacement = None if state is None or not state.stale else state.superseded_by
+            if replacement and replacement not in present:
+                fact = fetched.get(replacement) or memories.get(replacement)
+                if fact is not None and replacement in by_partition.get(fact.partition, set()):
+                    memories[replacement] = fact
+                    present.add(replacement)
+                    kept.append(candidate.model_copy(update={"memory_id": replacement}))
+        if any(c.memory_id not in states for c in kept):
+            states = {**states, **self._store.get_states([c.memory_id for c in kept if c.memory_id not in states])}
+        kept.sort(key=lambda c: -c.relevance)
+        return kept, memories, states
+
     def stage_two(
         self,
         query: RecallQuery,
@@ -148,8 +249,10 @@ class Recaller:
         profile: TuningProfile,
         *,
         limit: int,
+        states: dict[str, MemoryState] | None = None,
     ) -> tuple[list[RecalledMemory], list[tuple[Memory, Trace, float]]]:
-        """Stage two as recall runs it: arrays from the traces, anchor matching, the numpy kernel, results."""
+        """Stage two as recall runs it: arrays from the traces, anchor matching, the numpy kernel, strength and
+        scope weights, then maximal marginal relevance over what ranked, and the results."""
         candidates = [c for c in candidates if c.memory_id in memories]
         if not candidates:
             return [], []
@@ -176,17 +279,25 @@ class Recaller:
         ages = (now_epoch - np.array(created_)) / SECONDS_PER_DAY
         emotional = np.array(emotional_, dtype=bool)
         anchor_hit = np.array([bool(m) for m in matches], dtype=bool)
-        # Hooks for the shared layers (strength, scope): neutral until those layers fill them.
-        strength = np.ones(n)
-        scope_weight = np.ones(n)
+        ordered_memories = [memories[c.memory_id] for c in candidates]
+        strength = strengths(ordered_memories, states or {}, now, profile)
+        weights = {"user": profile.scopes.user_weight, "canon": profile.scopes.canon_weight,
+                   "shared": profile.scopes.shared_weight}
+        scope_weight = np.array([weights[m.scope] for m in ordered_memories])
 
         ranked = stage_two(
             relevance, intensity, valence, ages, emotional, anchor_hit, strength, scope_weight,
-            stage_two_params(profile, limit),
+            stage_two_params(profile, n),
         )
+        order = ranked.order
+        if profile.scopes.mmr_lambda < 1.0 and len(order) > 1:
+            # Diversify after strength ranking: near-duplicates of a strong memory cannot take every slot.
+            vectors = self._store.get_vectors([candidates[i].memory_id for i in order.tolist()])
+            order = order[mmr(ranked.score[order], vectors, limit, profile.scopes.mmr_lambda)]
+        order = order[:limit]
         recalled: list[RecalledMemory] = []
         toned_selected: list[tuple[Memory, Trace, float]] = []
-        for i in ranked.order.tolist():
+        for i in order.tolist():
             candidate, memory, trace = candidates[i], memories[candidates[i].memory_id], complete[i]
             recalled.append(
                 RecalledMemory(
@@ -198,6 +309,9 @@ class Recaller:
                     legs=candidate.legs,
                     trace=traces.get(memory.memory_id),
                     matched_anchors=matches[i],
+                    kind=memory.kind,
+                    scope=memory.scope,
+                    stale=bool((states or {}).get(memory.memory_id, MemoryState(memory_id="")).stale),
                     components=ScoreComponents(
                         relevance=float(relevance[i]),
                         salience=float(ranked.salience[i]),

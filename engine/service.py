@@ -8,12 +8,30 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from engine.errors import NotFound
+from engine.facts import Actor, FactService, FactWrite
 from engine.ingest import Ingestor
-from engine.models import CloseReport, IngestReport, Memory, Partition, RecallQuery, RecallResult, Trace, Turn
+from engine.ledger import Ledger, ReviewItem
+from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
+from engine.models import (
+    CloseReport,
+    ExtractedFact,
+    IngestReport,
+    Memory,
+    MemoryState,
+    Partition,
+    RecallQuery,
+    RecallResult,
+    Scope,
+    Source,
+    Trace,
+    Turn,
+)
 from engine.ports import Classifier, Embedder, MemoryStore
 from engine.recall import Recaller
+from engine.scopes import partition_for, visible
 from engine.tuning import ProfileSource
 from engine.writer import TraceWriter
+from traces.facts import AUTO_ACTIVE_RELATIONS
 
 log = logging.getLogger("feltsense.engine")
 
@@ -33,15 +51,22 @@ class Engine:
         classifier: Classifier,
         profiles: ProfileSource | None = None,
         clock: Callable[[], datetime] = utc_now,
+        ledger: Ledger | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.classifier = classifier
         self.profiles = profiles or ProfileSource()
         self.clock = clock
+        self.ledger = ledger or Ledger()
+        self.facts = FactService(store=store, embedder=embedder, ledger=self.ledger,
+                                 auto_active=AUTO_ACTIVE_RELATIONS)
+        self.lifecycle = Lifecycle(store=store, ledger=self.ledger, facts=self.facts, profiles=self.profiles,
+                                   clock=clock)
         self._ingestor = Ingestor(store=store, embedder=embedder)
         self._writer = TraceWriter(
-            store=store, classifier=classifier, embedder=embedder, profiles=self.profiles, clock=clock
+            store=store, classifier=classifier, embedder=embedder, profiles=self.profiles, clock=clock,
+            facts=self.facts,
         )
         self._recaller = Recaller(store=store, embedder=embedder, profiles=self.profiles, clock=clock)
         self._write_lock = threading.Lock()
@@ -52,9 +77,13 @@ class Engine:
             return self._ingestor.ingest(turns)
 
     def close_session(self, session_id: str, *, closed_at: datetime | None = None) -> CloseReport:
-        """Run the write-time pass over a session's memories. A classifier failure leaves traces pending."""
+        """Run the write-time pass over a session's memories (traces, then atomic facts). A classifier failure
+        leaves traces pending."""
         with self._write_lock:
-            return self._writer.close_session(session_id, closed_at=closed_at or self.clock())
+            report = self._writer.close_session(session_id, closed_at=closed_at or self.clock())
+        for memory in self.store.session_memories(session_id)[:1]:
+            self.ledger.touch(memory.character_id, memory.user_id)
+        return report
 
     def retry_pending(self) -> int:
         """Retry the write-time pass for closed sessions with pending traces; returns traces completed."""
@@ -67,9 +96,11 @@ class Engine:
             return self._ingestor.backfill(limit)
 
     def background_pass(self) -> dict[str, int]:
-        """What the background loop runs: backfill vectors, then retry pending traces. Never raises."""
-        done = {"vectors": 0, "traces": 0}
-        for key, job in (("vectors", self.backfill_vectors), ("traces", self.retry_pending)):
+        """What the background loop runs: backfill vectors, retry pending traces, fold usage into strength.
+        Never raises."""
+        done = {"vectors": 0, "traces": 0, "usage": 0}
+        for key, job in (("vectors", self.backfill_vectors), ("traces", self.retry_pending),
+                         ("usage", self.lifecycle.flush_usage)):
             try:
                 done[key] = job()
             except Exception as exc:  # a provider still down: try again next time
@@ -89,14 +120,75 @@ class Engine:
             raise NotFound(f"no memory {memory_id!r}")
         return found[0], self.store.get_traces([memory_id]).get(memory_id)
 
-    def forget(self, memory_id: str, partition: Partition) -> None:
-        """Delete one memory, its trace, vector and lexical entries; NotFound unless it is ``partition``'s."""
-        self.memory(memory_id, partition)
-        with self._write_lock:
-            self.store.delete_memories([memory_id])
+    def forget(self, memory_id: str, partition: Partition, *, strict: bool = False,
+               actor: str = "runtime") -> ErasureReceipt:
+        """Erase one memory with its trace, facts, vector and lexical entries; NotFound unless it is
+        ``partition``'s. The audit skeleton stays (without names when ``strict``)."""
+        return self.erase_memory(memory_id, [partition], strict=strict, actor=actor)
 
     def recall(self, query: RecallQuery) -> RecallResult:
-        return self._recaller.recall(query)
+        result = self._recaller.recall(query)
+        self.lifecycle.note_retrieved([m.memory_id for m in result.memories], query.message,
+                                      query.at or self.clock())
+        return result
+
+    # -- facts, lifecycle ---------------------------------------------------------------------------------
+
+    def write_fact(self, fact: ExtractedFact, *, scope: Scope, character_id: str, user_id: str | None,
+                   actor: Actor, source: Source, at: datetime | None = None) -> FactWrite:
+        with self._write_lock:
+            return self.facts.write(fact, scope=scope, character_id=character_id, user_id=user_id, actor=actor,
+                                    source=source, at=at or self.clock())
+
+    def list_facts(self, scope: Scope, character_id: str, user_id: str | None) -> list[tuple[Memory, MemoryState]]:
+        partition = partition_for(scope, character_id, user_id)
+        facts = self.store.list_facts(partition)
+        states = self.store.get_states([f.memory_id for f in facts])
+        return [(f, states.get(f.memory_id) or MemoryState(memory_id=f.memory_id)) for f in facts]
+
+    def states(self, memory_ids: list[str]) -> dict[str, MemoryState]:
+        stored = self.store.get_states(memory_ids)
+        return {m: stored.get(m) or MemoryState(memory_id=m) for m in memory_ids}
+
+    def archive(self, memory_id: str, partitions: list[Partition], *, actor: str) -> MemoryState:
+        with self._write_lock:
+            return self.lifecycle.archive(memory_id, partitions, actor=actor)
+
+    def restore(self, memory_id: str, partitions: list[Partition], *, actor: str) -> MemoryState:
+        with self._write_lock:
+            return self.lifecycle.restore(memory_id, partitions, actor=actor)
+
+    def pin(self, memory_id: str, partitions: list[Partition], *, pinned: bool, actor: str) -> MemoryState:
+        with self._write_lock:
+            return self.lifecycle.pin(memory_id, partitions, pinned=pinned, actor=actor)
+
+    def erase_memory(self, memory_id: str, partitions: list[Partition], *, strict: bool = False,
+                     actor: str) -> ErasureReceipt:
+        with self._write_lock:
+            return self.lifecycle.erase_memory(memory_id, partitions, strict=strict, actor=actor)
+
+    def erase_user(self, character_id: str, user_id: str, *, strict: bool = False, actor: str) -> ErasureReceipt:
+        with self._write_lock:
+            receipt = self.lifecycle.erase_partition(partition_for("user", character_id, user_id), strict=strict,
+                                                     actor=actor)
+            self.ledger.untouch(character_id, user_id)
+            return receipt
+
+    def sweep(self) -> SweepReport:
+        """The nightly job: usage folded in, interrupted supersessions finished, decayed memories archived,
+        consolidation proposals filed to the review queue."""
+        partitions = [Partition(character_id=c, user_id=u) for c, u in self.ledger.partitions()]
+        levels = {p for c, u in self.ledger.partitions() for _, p in visible(c, u)}
+        with self._write_lock:
+            return self.lifecycle.sweep(sorted(set(partitions) | levels, key=lambda p: (p.character_id, p.user_id)))
+
+    def review_items(self, partitions: list[Partition], decision: str | None = "pending") -> list[ReviewItem]:
+        return self.lifecycle.review_items(partitions, decision)
+
+    def decide(self, item_id: str, decision: str, partitions: list[Partition], *, by: str) -> ReviewItem:
+        with self._write_lock:
+            return self.lifecycle.decide(item_id, decision, partitions, by=by)
 
     def close(self) -> None:
         self.store.close()
+        self.ledger.close()

@@ -108,6 +108,40 @@ class WriteParams(_Params):
     max_attempts: int = Field(default=5, ge=1, le=100, description="write-time attempts before a trace is left")
 
 
+class StrengthParams(_Params):
+    """The live strength scalar (scoring.strength): hybrid decay, usage, floors, and where decay leads."""
+
+    fast_weight: float = Field(default=0.6, ge=0.0, le=1.0, description="share of the fast exponential term")
+    fast_half_life_days: float = Field(default=7.0, gt=0.0, le=3650.0, description="half-life of the fast term")
+    tail_scale_days: float = Field(default=30.0, gt=0.0, le=36500.0, description="time scale of the power-law tail")
+    tail_exponent: float = Field(default=0.5, gt=0.0, le=5.0, description="exponent of the power-law tail")
+    retrieval_gain: float = Field(default=0.15, ge=0.0, le=2.0, description="boost per log(1 + retrievals)")
+    query_kind_gain: float = Field(default=0.1, ge=0.0, le=2.0, description="boost per log(1 + distinct kinds)")
+    max_usage_boost: float = Field(default=1.5, ge=1.0, le=5.0, description="cap on the usage boost")
+    canon_floor: float = Field(default=0.6, ge=0.0, le=1.0, description="character canon never ranks below this")
+    pin_floor: float = Field(default=0.8, ge=0.0, le=1.0, description="a pinned memory never ranks below this")
+    stale_weight: float = Field(
+        default=0.2, ge=0.0, le=1.0, description="multiplier for a memory carrying a superseded fact"
+    )
+    archive_below: float = Field(
+        default=0.05, ge=0.0, le=1.0, description="the nightly sweep archives memories whose strength is below this"
+    )
+
+
+class ScopeParams(_Params):
+    """How the memory levels weigh against each other, and diversification after ranking."""
+
+    user_weight: float = Field(default=1.0, ge=0.0, le=5.0, description="the user's own memories and facts")
+    canon_weight: float = Field(default=1.2, ge=0.0, le=5.0, description="the character's canon")
+    shared_weight: float = Field(default=0.9, ge=0.0, le=5.0, description="the organisation's shared memory")
+    mmr_lambda: float = Field(
+        default=0.7, ge=0.0, le=1.0, description="1: rank by score alone; lower trades score for diversity"
+    )
+    promote_mentions: int = Field(
+        default=2, ge=1, le=100, description="a provisional fact stated this many times is proposed for promotion"
+    )
+
+
 class TuningProfile(_Params):
     """All tunable constants of one character. ``version`` grows with every saved change."""
 
@@ -117,6 +151,8 @@ class TuningProfile(_Params):
     scoring: ScoringParams = ScoringParams()
     tone: ToneParams = ToneParams()
     write: WriteParams = WriteParams()
+    strength: StrengthParams = StrengthParams()
+    scopes: ScopeParams = ScopeParams()
 
 
 class ProfileSource:

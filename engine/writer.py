@@ -14,9 +14,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.errors import NotFound
+from engine.facts import FactService
 from engine.models import CloseReport, Memory, Trace, TraceStatus
 from engine.ports import Classifier, Embedder, MemoryStore
 from engine.tuning import ProfileSource
+from traces.facts import extract
 from traces.write_pass import build_traces
 
 log = logging.getLogger("feltsense.writer")
@@ -31,7 +33,9 @@ class TraceWriter:
         embedder: Embedder,
         profiles: ProfileSource,
         clock: Callable[[], datetime],
+        facts: FactService,
     ) -> None:
+        self._facts = facts
         self._store = store
         self._embedder = embedder
         self._classifier = classifier
@@ -95,4 +99,19 @@ class TraceWriter:
             self._store.put_traces(pending)
             return CloseReport(session_id=session_id, traces_written=0, traces_pending=len(pending))
         self._store.put_traces(traces)
+        self._write_facts(memories, traces)
         return CloseReport(session_id=session_id, traces_written=len(traces), traces_pending=0)
+
+    def _write_facts(self, memories: list[Memory], traces: list[Trace]) -> None:
+        """The session's atomic facts, in the order they were said, each at the time it was said: a later
+        statement on the same slot supersedes an earlier one. Status follows the relation's policy (the system
+        extracted them; the user stated them). Idempotent: a retried session writes the same fact ids."""
+        by_id = {t.memory_id: t for t in traces}
+        for memory in memories:
+            trace = by_id.get(memory.memory_id)
+            found = {(f.subject, f.relation, f.value): f for f in
+                     [*extract(memory.text), *(trace.extracted if trace is not None else ())]}
+            for fact in found.values():
+                self._facts.write(fact, scope="user", character_id=memory.character_id, user_id=memory.user_id,
+                                  actor="system", source="user_stated", at=memory.created_at,
+                                  session_id=memory.session_id, provenance=(memory.memory_id,))

@@ -21,7 +21,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.errors import ConfigurationError, InvalidInput, NotFound
-from engine.models import REGISTERS, Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
+from engine.models import (
+    REGISTERS,
+    Candidate,
+    FactInfo,
+    Leg,
+    Memory,
+    MemoryKind,
+    MemoryState,
+    Partition,
+    Trace,
+    TraceStatus,
+    Turn,
+)
 from engine.ports import ToneCandidates
 from engine.retrieval import fuse_legs
 from engine.text import terms, words
@@ -51,7 +63,10 @@ CREATE TABLE IF NOT EXISTS memories (
     text TEXT NOT NULL,
     context TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    vector BLOB
+    vector BLOB,
+    kind TEXT NOT NULL DEFAULT 'turn',
+    scope TEXT NOT NULL DEFAULT 'user',
+    fact TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_partition ON memories (character_id, user_id, seq);
 CREATE INDEX IF NOT EXISTS memories_session ON memories (session_id, seq);
@@ -68,11 +83,24 @@ CREATE TABLE IF NOT EXISTS traces (
 );
 CREATE INDEX IF NOT EXISTS traces_status ON traces (status);
 CREATE INDEX IF NOT EXISTS traces_tone ON traces (character_id, user_id, kind, intensity);
+CREATE TABLE IF NOT EXISTS states (
+    memory_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    body TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY,
     closed_at TEXT NOT NULL
 );
 """
+
+
+STATUS_CODE = {"active": 0, "archived": 1, "provisional": 2, "revoked": 3}
+MIGRATIONS = (  # columns added after the first release, for data directories made before them
+    ("memories", "kind", "TEXT NOT NULL DEFAULT 'turn'"),
+    ("memories", "scope", "TEXT NOT NULL DEFAULT 'user'"),
+    ("memories", "fact", "TEXT"),
+)
 
 
 def _ts(value: datetime) -> str:
@@ -111,6 +139,9 @@ class _PartitionIndex:
     _has_vector_array: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     _facts: dict[int, set[str]] = field(default_factory=dict)
     _session_codes_array: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    states: dict[int, MemoryState] = field(default_factory=dict)
+    status: list[int] = field(default_factory=list)  # STATUS_CODE of each row
+    _status_array: NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     _emotional_arrays: (
         tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]] | None
     ) = None
@@ -136,7 +167,15 @@ class _PartitionIndex:
         self.texts.append(memory.text)
         self.created_epoch.append(memory.created_at.timestamp())
         self.doc_length.append(0.0)
+        self.status.append(STATUS_CODE["active"])
         self._index_text(row, memory.text)
+
+    def set_state(self, state: MemoryState) -> None:
+        row = self._rows.get(state.memory_id)
+        if row is not None:
+            self.states[row] = state
+            self.status[row] = STATUS_CODE[state.status]
+            self._arrays = None
 
     def embedded_mask(self) -> NDArray[np.bool_]:
         self.arrays()
@@ -207,6 +246,7 @@ class _PartitionIndex:
                             np.asarray(self.created_epoch, dtype=np.float64))
             self._session_codes_array = np.asarray(self._session_array, dtype=np.int64)
             self._has_vector_array = np.asarray(self.has_vector, dtype=bool)
+            self._status_array = np.asarray(self.status, dtype=np.int8)
             self.average_doc_length = float(self._arrays[0].mean()) if self.size else 0.0
             self.tone_cache.clear()  # created_epoch grew
         return self._arrays
@@ -221,10 +261,17 @@ class _PartitionIndex:
             self._cache[term] = cached
         return cached
 
-    def allowed(self, exclude_session: str | None, created_before: datetime) -> tuple[NDArray[np.bool_], int]:
-        """Rows recall may see: not from the caller's current session, not from after the turn's time."""
+    def allowed(
+        self, exclude_session: str | None, created_before: datetime, include_archived: bool = False
+    ) -> tuple[NDArray[np.bool_], int]:
+        """Rows recall may see: active (or archived, for an audit), not from the caller's current session, not
+        from after the turn's time."""
         _, created = self.arrays()
         allowed = created <= created_before.timestamp()
+        visible = self._status_array == STATUS_CODE["active"]
+        if include_archived:
+            visible |= self._status_array == STATUS_CODE["archived"]
+        allowed &= visible
         excluded = 0
         if exclude_session is not None and exclude_session in self._session_codes:
             in_session = self._session_codes_array == self._session_codes[exclude_session]
@@ -242,12 +289,19 @@ class EmbeddedStore:
         self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
         self._dimension = dimension
         self._indexes: dict[tuple[str, str], _PartitionIndex] = {}
         self._loaded: dict[str, _PartitionIndex] = {}  # memory id -> the loaded partition index holding it
         self._check_model(embedding_model, dimension)
+
+    def _migrate(self) -> None:
+        for table, column, declaration in MIGRATIONS:
+            columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if columns and column not in columns:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     def _check_model(self, model: str, dimension: int) -> None:
         # Vectors of two embedding models never mix in one index: a store is bound to the model that filled it.
@@ -295,24 +349,31 @@ class EmbeddedStore:
             try:
                 added: list[int] = []
                 for i, memory in enumerate(memories):
-                    cursor = self._db.execute(
-                        "INSERT OR IGNORE INTO memories (memory_id, turn_id, session_id, character_id, user_id, "
-                        "text, context, created_at, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (memory.memory_id, memory.turn_id, memory.session_id, memory.character_id,
-                         memory.user_id, memory.text, memory.context, _ts(memory.created_at),
-                         None if vectors is None else np.ascontiguousarray(vectors[i], dtype=np.float32).tobytes()),
-                    )
-                    if cursor.rowcount == 1:
+                    if self._insert_memory(memory, None if vectors is None else vectors[i]):
                         added.append(i)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             for i in added:
-                index = self._indexes.get((memories[i].character_id, memories[i].user_id))
-                if index is not None:
-                    index.add(memories[i], None if vectors is None else vectors[i])
-                    self._loaded[memories[i].memory_id] = index
+                self._index_added(memories[i], None if vectors is None else vectors[i])
+
+    def _insert_memory(self, memory: Memory, vector: NDArray[np.float32] | None) -> bool:
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO memories (memory_id, turn_id, session_id, character_id, user_id, "
+            "text, context, created_at, vector, kind, scope, fact) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory.memory_id, memory.turn_id, memory.session_id, memory.character_id,
+             memory.user_id, memory.text, memory.context, _ts(memory.created_at),
+             None if vector is None else np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+             memory.kind, memory.scope, None if memory.fact is None else memory.fact.model_dump_json()),
+        )
+        return cursor.rowcount == 1
+
+    def _index_added(self, memory: Memory, vector: NDArray[np.float32] | None) -> None:
+        index = self._indexes.get((memory.character_id, memory.user_id))
+        if index is not None:
+            index.add(memory, vector)
+            self._loaded[memory.memory_id] = index
 
     def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         if len(memory_ids) != len(vectors):
@@ -381,6 +442,7 @@ class EmbeddedStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.execute(f"DELETE FROM traces WHERE memory_id IN ({placeholders})", list(memory_ids))
+                self._db.execute(f"DELETE FROM states WHERE memory_id IN ({placeholders})", list(memory_ids))
                 self._db.execute(f"DELETE FROM memories WHERE memory_id IN ({placeholders})", list(memory_ids))
                 self._db.execute("COMMIT")
             except BaseException:
@@ -425,17 +487,23 @@ class EmbeddedStore:
             for r in rows
         ]
 
-    _MEMORY_COLUMNS = "memory_id, turn_id, session_id, character_id, user_id, text, context, created_at"
+    _MEMORY_COLUMNS = (
+        "memory_id, turn_id, session_id, character_id, user_id, text, context, created_at, kind, scope, fact"
+    )
+    _WIDTH = 11
 
     @staticmethod
     def _memory(row: Sequence[str]) -> Memory:
         return Memory(memory_id=row[0], turn_id=row[1], session_id=row[2], character_id=row[3], user_id=row[4],
-                      text=row[5], context=row[6], created_at=_parse_ts(row[7]))
+                      text=row[5], context=row[6], created_at=_parse_ts(row[7]), kind=row[8],
+                      scope=row[9],
+                      fact=None if row[10] is None else FactInfo.model_validate_json(row[10]))
 
     def session_memories(self, session_id: str) -> list[Memory]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE session_id = ? ORDER BY seq", (session_id,)
+                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'turn' ORDER BY seq",
+                (session_id,)
             ).fetchall()
         return [self._memory(r) for r in rows]
 
@@ -552,17 +620,21 @@ class EmbeddedStore:
         if index is None:
             index = _PartitionIndex(self._dimension)
             rows = self._db.execute(
-                f"SELECT {', '.join('m.' + c for c in self._MEMORY_COLUMNS.split(', '))}, m.vector, t.body "
+                f"SELECT {', '.join('m.' + c for c in self._MEMORY_COLUMNS.split(', '))}, m.vector, t.body, s.body "
                 "FROM memories m LEFT JOIN traces t ON t.memory_id = m.memory_id "
+                "LEFT JOIN states s ON s.memory_id = m.memory_id "
                 "WHERE m.character_id = ? AND m.user_id = ? ORDER BY m.seq",
                 key,
             ).fetchall()
+            w = self._WIDTH
             for row in rows:
-                memory = self._memory(row[:8])
-                index.add(memory, None if row[8] is None else np.frombuffer(row[8], dtype=np.float32))
+                memory = self._memory(row[:w])
+                index.add(memory, None if row[w] is None else np.frombuffer(row[w], dtype=np.float32))
                 self._loaded[memory.memory_id] = index
-                if row[9] is not None:
-                    index.set_trace(Trace.model_validate_json(row[9]))
+                if row[w + 1] is not None:
+                    index.set_trace(Trace.model_validate_json(row[w + 1]))
+                if row[w + 2] is not None:
+                    index.set_state(MemoryState.model_validate_json(row[w + 2]))
             self._indexes[key] = index
         return index
 
@@ -575,6 +647,7 @@ class EmbeddedStore:
         params: RetrievalParams,
         exclude_session: str | None,
         created_before: datetime,
+        include_archived: bool = False,
     ) -> tuple[list[Candidate], dict[str, int]]:
         with self._lock:
             index = self._index(partition)
@@ -582,7 +655,8 @@ class EmbeddedStore:
             counts = {"vector": 0, "lexical": 0, "fused": 0, "dropped_below_floor": 0, "excluded_current_session": 0}
             if n == 0:
                 return [], counts
-            allowed, counts["excluded_current_session"] = index.allowed(exclude_session, created_before)
+            allowed, counts["excluded_current_session"] = index.allowed(exclude_session, created_before,
+                                                                        include_archived)
             cosine = np.full(n, -1.0)
             if query_vector is not None:
                 cosine = (index.vectors[:n] @ query_vector.astype(np.float32)).astype(np.float64)
@@ -642,13 +716,13 @@ class EmbeddedStore:
 
     def substring_search(
         self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
-        created_before: datetime,
+        created_before: datetime, include_archived: bool = False,
     ) -> list[Candidate]:
         with self._lock:
             index = self._index(partition)
             if index.size == 0:
                 return []
-            allowed, _ = index.allowed(exclude_session, created_before)
+            allowed, _ = index.allowed(exclude_session, created_before, include_archived)
             needles = [w for w in dict.fromkeys(words(query_text)) if len(w) > 2]
             out: list[Candidate] = []
             for row in np.flatnonzero(allowed).tolist():
@@ -659,6 +733,88 @@ class EmbeddedStore:
                                          legs=(Leg.SUBSTRING,)))
             out.sort(key=lambda c: -c.relevance)
             return out[:limit]
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    def get_states(self, memory_ids: Sequence[str]) -> dict[str, MemoryState]:
+        if not memory_ids:
+            return {}
+        with self._lock:
+            cached = self._cached(memory_ids)
+            if cached is not None:
+                return {state.memory_id: state for index, row in cached
+                        if (state := index.states.get(row)) is not None}
+            rows = self._db.execute(
+                f"SELECT body FROM states WHERE memory_id IN ({','.join('?' * len(memory_ids))})", list(memory_ids)
+            ).fetchall()
+        found = [MemoryState.model_validate_json(r[0]) for r in rows]
+        return {state.memory_id: state for state in found}
+
+    def put_states(self, states: Sequence[MemoryState]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._put_states(states)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._index_states(states)
+
+    def _put_states(self, states: Sequence[MemoryState]) -> None:
+        for state in states:
+            cursor = self._db.execute(
+                "INSERT INTO states (memory_id, status, body) SELECT memory_id, ?, ? FROM memories "
+                "WHERE memory_id = ? ON CONFLICT (memory_id) DO UPDATE SET status = excluded.status, "
+                "body = excluded.body",
+                (state.status, state.model_dump_json(), state.memory_id),
+            )
+            if cursor.rowcount != 1:
+                raise NotFound(f"no memory {state.memory_id!r} to set the state of")
+
+    def _index_states(self, states: Sequence[MemoryState]) -> None:
+        for state in states:
+            index = self._loaded.get(state.memory_id)
+            if index is not None:
+                index.set_state(state)
+
+    def list_facts(self, partition: Partition) -> list[Memory]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
+                "AND kind = 'fact' ORDER BY seq",
+                (partition.character_id, partition.user_id),
+            ).fetchall()
+        return [self._memory(r) for r in rows]
+
+    def write_fact(self, fact: Memory, vector: NDArray[np.float32] | None, state: MemoryState,
+                   replaced: Sequence[MemoryState]) -> None:
+        """One SQLite transaction: the new fact, its state and the replaced states commit together or not at all."""
+        if fact.kind != "fact" or fact.fact is None:
+            raise InvalidInput(f"memory {fact.memory_id!r} is not a fact", field="kind")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                added = self._insert_memory(fact, vector)
+                self._put_states([state])
+                self._before_replacing(fact)
+                self._put_states(replaced)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            if added:
+                self._index_added(fact, vector)
+            self._index_states([state, *replaced])
+
+    def _before_replacing(self, fact: Memory) -> None:
+        """A seam for crash-injection tests: runs between writing a new fact and revoking what it replaces."""
+
+    def delete_turns(self, partition: Partition) -> int:
+        with self._lock:
+            cursor = self._db.execute("DELETE FROM turns WHERE character_id = ? AND user_id = ?",
+                                      (partition.character_id, partition.user_id))
+        return int(cursor.rowcount)
 
     def close(self) -> None:
         with self._lock:

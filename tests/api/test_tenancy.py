@@ -126,7 +126,8 @@ def test_memories_list_search_read_and_delete(api: Api) -> None:
     found = api.client.get("/v1/memories", params={**names, "q": "sandwich"}, headers=runtime).json()
     assert found["items"][0]["memory"]["text"] == "Lunch was a sandwich."
     memory_id = found["items"][0]["memory"]["memory_id"]
-    assert api.client.delete(f"/v1/memories/{memory_id}", params=names, headers=runtime).status_code == 204
+    erased = api.client.delete(f"/v1/memories/{memory_id}", params=names, headers=runtime)
+    assert erased.status_code == 200 and erased.json()["memories"] == [memory_id]
     assert api.client.get(f"/v1/memories/{memory_id}", params=names, headers=runtime).status_code == 404
 
 
@@ -146,3 +147,37 @@ def test_tuning_is_validated_versioned_and_kept_per_organisation(api: Api) -> No
     assert history[1]["profile"]["scoring"]["half_life_days_per_intensity_squared"] == pytest.approx(100 / 3)
     rival = api.client.get("/v1/characters/ava/tuning", headers=api.as_("rival", "director")).json()
     assert rival["version"] == 1
+
+
+def test_a_key_made_by_the_cli_works_until_revoked_by_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eval.cli import main
+
+    data = tmp_path / "data"
+    assert main(["keys", "create", "--org", "acme", "--role", "runtime", "--label", "ava prod", "--data-dir",
+                 str(data)]) == 0
+    token = capsys.readouterr().out.strip()
+    key_id = token.split("_")[1]
+
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path / "store", embedding_model=embedder.model_id, dimension=embedder.dimension)
+    engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier())
+    keys = KeyStore(data / "keys.sqlite3")  # what `feltsense serve --data-dir` opens
+    query = {"character_id": "ava", "user_id": "u", "message": "hi"}
+    with TestClient(create_app(engine, keys=keys, tuning=TuningStore(tmp_path / "t.sqlite3"))) as client:
+        assert client.post("/v1/recall", json=query, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+        assert main(["keys", "list", "--data-dir", str(data)]) == 0
+        listed = capsys.readouterr().out
+        assert f"{key_id}  org=acme  role=runtime" in listed and "active  ava prod" in listed
+        assert token.split("_", 2)[2] not in listed  # never the secret
+
+        assert main(["keys", "revoke", key_id, "--data-dir", str(data)]) == 0
+        assert client.post("/v1/recall", json=query, headers={"Authorization": f"Bearer {token}"}).status_code == 401
+        assert main(["keys", "list", "--data-dir", str(data)]) == 0
+        assert "revoked 20" in capsys.readouterr().out
+
+    assert main(["keys", "revoke", "0123456789abcdef", "--data-dir", str(data)]) == 2
+    assert "no key with id" in capsys.readouterr().err
+    engine.close()

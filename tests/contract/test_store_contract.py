@@ -9,70 +9,27 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.errors import BackendUnavailable, ConfigurationError, NotFound
 from engine.ingest import memory_id_for
 from engine.models import Leg, Memory, Partition, Trace, TraceStatus, Turn
 from engine.ports import MemoryStore
 from engine.tuning import RetrievalParams
+from tests.contract.conftest import EMBEDDER, StoreFactory
 
 if TYPE_CHECKING:
     from tests.servers.weaviate import WeaviateServer
 
-EMBEDDER = HashingEmbedder()
 T0 = datetime(2025, 3, 1, 12, tzinfo=UTC)
 PARTITION = Partition(character_id="ava", user_id="u1")
 LATER = T0 + timedelta(days=30)
-
-
-class StoreFactory(Protocol):
-    """Opens the backend's store for a test; called again with the same path, it reopens the same data."""
-
-    def __call__(
-        self, path: Path, *, embedding_model: str = EMBEDDER.model_id, dimension: int = EMBEDDER.dimension
-    ) -> MemoryStore: ...
-
-
-def embedded(
-    path: Path, *, embedding_model: str = EMBEDDER.model_id, dimension: int = EMBEDDER.dimension
-) -> MemoryStore:
-    return EmbeddedStore(path, embedding_model=embedding_model, dimension=dimension)
-
-
-@pytest.fixture(params=["embedded", pytest.param("weaviate", marks=pytest.mark.weaviate)])
-def factory(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
-    if request.param == "embedded":
-        yield embedded
-        return
-    from engine.adapters.weaviate_store import WeaviateStore
-
-    server = request.getfixturevalue("weaviate_server")
-    prefix = f"Contract{uuid.uuid4().hex[:10]}"
-
-    def weaviate(
-        path: Path, *, embedding_model: str = EMBEDDER.model_id, dimension: int = EMBEDDER.dimension
-    ) -> MemoryStore:
-        return WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=embedding_model,
-                             dimension=dimension, collection_prefix=prefix, timeout_s=30)
-
-    yield weaviate
-    server.drop_collections(prefix)
-
-
-@pytest.fixture
-def store(factory: StoreFactory, tmp_path: Path) -> Iterator[MemoryStore]:
-    s = factory(tmp_path)
-    yield s
-    s.close()
 
 
 def _memory(i: int, text: str, *, user: str = "u1", session: str = "s1") -> Memory:

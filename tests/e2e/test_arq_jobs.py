@@ -169,7 +169,8 @@ def test_a_failing_classifier_is_retried_then_left_pending_and_the_nightly_job_f
             worker = await burst(redis_url, providers.engine)
             assert counts(worker) == (1, 0, 0)
             nightly = await Job("nightly-test", jobs.pool).result_info()
-            assert nightly is not None and nightly.result == {"vectors": 0, "traces": 2}
+            assert nightly is not None and nightly.result == {"vectors": 0, "traces": 2, "usage": 0, "archived": 0,
+                                                            "proposed": 0, "repaired": 0}
             assert [status for status, _ in providers.traces("s1")] == [TraceStatus.COMPLETE] * 2
 
     asyncio.run(scenario())
@@ -188,7 +189,8 @@ def test_the_nightly_job_backfills_vectors_stored_while_the_embedder_was_down(
             worker = await burst(redis_url, providers.engine)
             assert counts(worker) == (1, 0, 0)
             nightly = await Job("nightly-test", jobs.pool).result_info()
-            assert nightly is not None and nightly.result == {"vectors": 2, "traces": 0}
+            assert nightly is not None and nightly.result == {"vectors": 2, "traces": 0, "usage": 0, "archived": 0,
+                                                            "proposed": 0, "repaired": 0}
             assert providers.engine.store.unembedded(10) == []
 
     asyncio.run(scenario())

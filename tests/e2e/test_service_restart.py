@@ -120,7 +120,9 @@ def test_a_restart_keeps_every_memory_and_trace(service: Service) -> None:
     service.stop()
     service.start()
     after = _recall(service)
-    assert after["memories"] == before["memories"]  # same memories, same traces, same scores
+    # Same memories and traces. Scores may move: each recall counts as a retrieval in the strength signals.
+    assert [{k: v for k, v in m.items() if k != "components"} for m in after["memories"]] == [
+        {k: v for k, v in m.items() if k != "components"} for m in before["memories"]]
     assert after["tone_constraints"] == before["tone_constraints"]
     again = httpx.post(f"{service.url}/v1/turns", json={"turns": turns}, headers=_auth(service), timeout=30).json()
     assert (again["stored"], again["duplicates"], again["memories"]) == (0, 3, 0)

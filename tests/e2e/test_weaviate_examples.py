@@ -1,4 +1,5 @@
-"""The shipped tester transcripts pass on Weaviate too, replayed by the real CLI with the real models.
+"""The shipped tester transcripts (and the repository's own) pass on Weaviate too, replayed by the real CLI with
+the real models.
 
 Engines are built the way ``FELTSENSE_STORE=weaviate`` builds them (``engine.factory``), against the session's
 server, with a fresh collection prefix per transcript so each replays into an empty memory.
@@ -45,7 +46,8 @@ def test_every_example_transcript_passes_on_weaviate(
 
     report_path = tmp_path / "report.json"
     try:
-        status = main(["eval", "run", str(examples), "--json", str(report_path)], engine_factory=engine_factory)
+        status = main(["eval", "run", str(examples), str(Path(__file__).parents[1] / "transcripts"),
+                       "--json", str(report_path)], engine_factory=engine_factory)
     finally:
         for prefix in prefixes:
             weaviate_server.drop_collections(prefix)
@@ -53,4 +55,4 @@ def test_every_example_transcript_passes_on_weaviate(
     assert status == 0, out
     report = json.loads(report_path.read_text())
     assert report["failed"] == 0 and report["passed"] == report["probes"] >= 4
-    assert len(prefixes) == report["transcripts"] >= 2  # one fresh set of collections per transcript
+    assert len(prefixes) == report["transcripts"] >= 3  # one fresh set of collections per transcript

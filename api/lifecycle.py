@@ -1,0 +1,199 @@
+"""Facts, archive, pins, erasure, the review queue and the audit trail, over HTTP.
+
+Who may act on which level:
+
+| level | read | change |
+|---|---|---|
+| ``user`` (one user with one character) | runtime, evaluator | runtime (on the user's behalf); never admins |
+| ``canon`` (the character's own lore) | every role | director, admin |
+| ``shared`` (the organisation's) | every role | admin (a director's shared fact lands provisional) |
+
+A fact's status is computed server-side (``engine.facts.status_for``); callers never send one.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from litestar import delete, get, post
+from litestar.params import Parameter
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.auth import Principal, Role, scoped
+from api.security import require
+from api.tenancy import unscope_memory
+from engine.errors import Forbidden, InvalidInput
+from engine.facts import FactWrite
+from engine.ledger import AuditEvent, ReviewItem, partition_key
+from engine.lifecycle import ErasureReceipt, SweepReport
+from engine.models import ExtractedFact, Identifier, Memory, MemoryState, Partition, Scope
+from engine.scopes import partition_for
+from engine.service import Engine
+
+READ_ROLES: dict[Scope, tuple[Role, ...]] = {
+    "user": ("runtime", "evaluator"), "canon": ("runtime", "director", "evaluator", "admin"),
+    "shared": ("runtime", "director", "evaluator", "admin"),
+}
+CHANGE_ROLES: dict[Scope, tuple[Role, ...]] = {"user": ("runtime",), "canon": ("director", "admin"),
+                                               "shared": ("admin",)}
+
+
+def _partition(principal: Principal, scope: Scope, character_id: str, user_id: str | None) -> Partition:
+    if scope == "user" and user_id is None:
+        raise InvalidInput("user_id is required for the user level", field="user_id")
+    return partition_for(scope, scoped(principal.org, character_id), user_id)
+
+
+def _changeable(principal: Principal, character_id: str, user_id: str | None) -> list[Partition]:
+    """The levels this caller may change, for this character (and user)."""
+    return [_partition(principal, scope, character_id, user_id)
+            for scope, roles in CHANGE_ROLES.items()
+            if principal.role in roles and (scope != "user" or user_id is not None)]
+
+
+def _readable(principal: Principal, character_id: str, user_id: str | None) -> list[Partition]:
+    return [_partition(principal, scope, character_id, user_id)
+            for scope, roles in READ_ROLES.items()
+            if principal.role in roles and (scope != "user" or user_id is not None)]
+
+
+class FactRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scope: Scope
+    character_id: Identifier
+    user_id: Identifier | None = Field(default=None, description="required for the user level")
+    subject: str = Field(min_length=1, max_length=120, description='"user", "user\'s dog", "ava", "jazz"')
+    relation: str = Field(min_length=1, max_length=60, pattern=r"^[a-z_]+$")
+    value: str = Field(min_length=1, max_length=200)
+    sentence: str = Field(min_length=1, max_length=500, description="one self-contained sentence")
+
+
+class FactView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fact: Memory
+    state: MemoryState
+
+
+class StateView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    memory_id: str
+    state: MemoryState
+
+
+class PinRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pinned: bool
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    decision: Literal["kept", "rejected", "reverted"]
+
+
+@post("/v1/facts", status_code=200, sync_to_thread=True,
+      summary="Write an atomic fact: supersedes its slot's current fact, dedups identical content")
+def write_fact(data: FactRequest, engine: Engine, principal: Principal) -> FactWrite:
+    if principal.role == "evaluator":
+        raise Forbidden("an evaluator key is read-only")
+    if data.scope == "user" and data.user_id is None:
+        raise InvalidInput("user_id is required for the user level", field="user_id")
+    return engine.write_fact(
+        ExtractedFact(subject=data.subject.strip().lower(), relation=data.relation, value=data.value,
+                      sentence=data.sentence),
+        scope=data.scope, character_id=scoped(principal.org, data.character_id),
+        user_id=data.user_id if data.scope == "user" else None, actor=principal.role,
+        source="director" if principal.role in ("director", "admin") else "user_stated",
+    )
+
+
+@get("/v1/facts", sync_to_thread=True, summary="One level's facts with their status and strength signals")
+def list_facts(
+    engine: Engine, principal: Principal, scope: Scope, character_id: Identifier,
+    user_id: Identifier | None = None,
+    status: Literal["active", "provisional", "revoked", "archived"] | None = None,
+) -> list[FactView]:
+    require(principal, *READ_ROLES[scope])
+    partition = _partition(principal, scope, character_id, user_id)
+    return [FactView(fact=unscope_memory(principal.org, fact), state=state)
+            for fact, state in engine.list_facts(scope, partition.character_id, user_id if scope == "user" else None)
+            if status is None or state.status == status]
+
+
+@post("/v1/memories/{memory_id:str}/archive", status_code=200, sync_to_thread=True,
+      summary="Move a memory to the cold archive: out of everyday recall, restorable exactly")
+def archive_memory(memory_id: str, engine: Engine, principal: Principal, character_id: Identifier,
+                   user_id: Identifier | None = None) -> StateView:
+    partitions = _changeable(principal, character_id, user_id)
+    return StateView(memory_id=memory_id,
+                     state=engine.archive(memory_id, partitions, actor=f"{principal.role}:{principal.key_id}"))
+
+
+@post("/v1/memories/{memory_id:str}/restore", status_code=200, sync_to_thread=True,
+      summary="Bring an archived memory back into recall as it was")
+def restore_memory(memory_id: str, engine: Engine, principal: Principal, character_id: Identifier,
+                   user_id: Identifier | None = None) -> StateView:
+    partitions = _changeable(principal, character_id, user_id)
+    return StateView(memory_id=memory_id,
+                     state=engine.restore(memory_id, partitions, actor=f"{principal.role}:{principal.key_id}"))
+
+
+@post("/v1/memories/{memory_id:str}/pin", status_code=200, sync_to_thread=True,
+      summary="Pin (or unpin) a memory: a pinned memory's strength never falls below the pin floor")
+def pin_memory(memory_id: str, data: PinRequest, engine: Engine, principal: Principal, character_id: Identifier,
+               user_id: Identifier | None = None) -> StateView:
+    partitions = _changeable(principal, character_id, user_id)
+    return StateView(memory_id=memory_id, state=engine.pin(memory_id, partitions, pinned=data.pinned,
+                                                           actor=f"{principal.role}:{principal.key_id}"))
+
+
+@delete("/v1/users/{user_id:str}", status_code=200, sync_to_thread=True,
+        summary="A user's erasure request: everything they said to this character, with a receipt")
+def erase_user(user_id: Identifier, engine: Engine, principal: Principal, character_id: Identifier,
+               strict: bool = Parameter(default=False, description="drop names from the audit trail too")
+               ) -> ErasureReceipt:
+    require(principal, "runtime")
+    return engine.erase_user(scoped(principal.org, character_id), user_id, strict=strict,
+                             actor=f"{principal.role}:{principal.key_id}")
+
+
+@get("/v1/review", sync_to_thread=True, summary="Consolidation proposals waiting for (or given) a decision")
+def review_queue(
+    engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier | None = None,
+    decision: Literal["pending", "kept", "rejected", "reverted"] | None = "pending",
+) -> list[ReviewItem]:
+    return [_unscope_item(principal, item) for item in
+            engine.review_items(_changeable(principal, character_id, user_id), decision)]
+
+
+@post("/v1/review/{item_id:str}", status_code=200, sync_to_thread=True,
+      summary="Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state")
+def decide(item_id: str, data: Decision, engine: Engine, principal: Principal, character_id: Identifier,
+           user_id: Identifier | None = None) -> ReviewItem:
+    return _unscope_item(principal, engine.decide(item_id, data.decision,
+                                                  _changeable(principal, character_id, user_id),
+                                                  by=f"{principal.role}:{principal.key_id}"))
+
+
+def _unscope_item(principal: Principal, item: ReviewItem) -> ReviewItem:
+    return item.model_copy(update={"partition": item.partition.replace(f"{principal.org}:", "", 1)})
+
+
+@get("/v1/audit", sync_to_thread=True,
+     summary="The audit trail of a level: what existed and how it changed, never what it said")
+def audit_trail(engine: Engine, principal: Principal, character_id: Identifier, scope: Scope = "user",
+                user_id: Identifier | None = None) -> list[AuditEvent]:
+    require(principal, *READ_ROLES[scope])
+    partition = _partition(principal, scope, character_id, user_id)
+    events = engine.ledger.partition_history(partition_key(partition.character_id, partition.user_id))
+    return [e.model_copy(update={"partition": e.partition.replace(f"{principal.org}:", "", 1)}) for e in events]
+
+
+@post("/v1/maintenance/sweep", status_code=200, sync_to_thread=True,
+      summary="Run the nightly sweep now (usage, repairs, archive, consolidation proposals)")
+def sweep(engine: Engine, principal: Principal) -> SweepReport:
+    require(principal, "admin")
+    return engine.sweep()
+
+
+lifecycle_routes = [write_fact, list_facts, archive_memory, restore_memory, pin_memory, erase_user, review_queue,
+                    decide, audit_trail, sweep]

@@ -1,0 +1,247 @@
+"""Atomic facts: written with supersession, deduplicated by content, gated by a role x scope matrix.
+
+A fact is a memory of kind ``fact`` in the partition of its scope (``engine.scopes``), so it is found by the
+same hybrid search and ranked by the same scorer as everything else. What makes it a fact is its slot,
+``(subject, relation)``, and its content hash: within one partition (so the scope and the user are part of
+the key), a new fact on a slot revokes the active one and points it to its replacement in the same store step,
+identical content dedups, and a private fact never touches a shared one or another user's, because they live
+in different partitions.
+
+Status is computed here, never taken from the caller: see ``status_for``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.errors import Forbidden, InvalidInput, NotFound
+from engine.ledger import Ledger, partition_key
+from engine.models import (
+    ExtractedFact,
+    FactInfo,
+    Memory,
+    MemoryState,
+    Partition,
+    Scope,
+    Source,
+    Status,
+    StrengthSignals,
+)
+from engine.ports import Embedder, MemoryStore
+from engine.scopes import partition_for
+
+log = logging.getLogger("feltsense.facts")
+
+Actor = Literal["runtime", "director", "evaluator", "admin", "system"]
+"""Who writes: a key's role, or ``system`` for what the write-time pass extracts on its own."""
+
+
+# The role x scope matrix. None: refused. "policy": the relation's policy decides (system extraction).
+STATUS_MATRIX: dict[tuple[Actor, Scope], Status | Literal["policy"] | None] = {
+    ("runtime", "user"): "active",  # the runtime relays the user's own words about themselves
+    ("system", "user"): "policy",
+    ("director", "canon"): "active",  # canon is written by directors...
+    ("admin", "canon"): "active",
+    ("system", "canon"): "provisional",
+    ("admin", "shared"): "active",
+    ("director", "shared"): "provisional",
+    ("system", "shared"): "provisional",
+    # ...and protected from user claims: a runtime never writes canon or shared; nobody but the user's own
+    # runtime writes a user's private facts (admins included).
+}
+
+
+def status_for(actor: Actor, scope: Scope, relation: str, auto_active: Iterable[str]) -> Status:
+    decided = STATUS_MATRIX.get((actor, scope))
+    if decided is None:
+        raise Forbidden(f"a {actor} may not write {scope} facts")
+    if decided == "policy":
+        return "active" if relation in set(auto_active) else "provisional"
+    return decided
+
+
+def normalise(sentence: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", sentence.casefold())).strip()
+
+
+def content_hash(sentence: str) -> str:
+    return hashlib.sha256(normalise(sentence).encode()).hexdigest()
+
+
+def fact_id_for(partition: Partition, subject: str, relation: str, digest: str) -> str:
+    """Deterministic: the same fact written twice (a retried job, a crash) is the same record."""
+    key = "\x1f".join((partition.character_id, partition.user_id, subject, relation, digest))
+    return "f_" + hashlib.blake2b(key.encode(), digest_size=12).hexdigest()
+
+
+def current(facts: Sequence[Memory], states: dict[str, MemoryState]) -> dict[tuple[str, str], Memory]:
+    """The one active fact of each slot: the newest, if a crash between the steps of a supersession (on a
+    store without transactions) ever left two active. This is what recall and listings treat as current."""
+    found: dict[tuple[str, str], Memory] = {}
+    for fact in facts:
+        state = states.get(fact.memory_id)
+        if fact.slot is None or (state is not None and state.status != "active"):
+            continue
+        best = found.get(fact.slot)
+        if best is None or (fact.created_at, fact.memory_id) > (best.created_at, best.memory_id):
+            found[fact.slot] = fact
+    return found
+
+
+@dataclass(frozen=True)
+class FactWrite:
+    fact_id: str
+    status: Status
+    outcome: Literal["written", "deduplicated", "promoted"]
+    superseded: tuple[str, ...] = ()
+    stale_memories: tuple[str, ...] = ()
+
+
+class FactService:
+    def __init__(self, *, store: MemoryStore, embedder: Embedder, ledger: Ledger,
+                 auto_active: Iterable[str] = ()) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._ledger = ledger
+        self._auto_active = frozenset(auto_active)
+
+    def write(
+        self,
+        fact: ExtractedFact,
+        *,
+        scope: Scope,
+        character_id: str,
+        user_id: str | None,
+        actor: Actor,
+        source: Source,
+        at: datetime,
+        session_id: str = "",
+        provenance: Sequence[str] = (),
+    ) -> FactWrite:
+        status = status_for(actor, scope, fact.relation, self._auto_active)
+        partition = partition_for(scope, character_id, user_id)
+        digest = content_hash(fact.sentence)
+        existing = self._store.list_facts(partition)
+        states = self._store.get_states([f.memory_id for f in existing])
+
+        for old in existing:  # identical content: the same fact again, not a copy
+            assert old.fact is not None
+            old_state = states.get(old.memory_id, MemoryState(memory_id=old.memory_id))
+            if old.fact.content_hash != digest or old_state.status not in ("active", "provisional"):
+                continue
+            signals = old_state.signals.model_copy(update={"mentions": old_state.signals.mentions + 1,
+                                                           "last_validated": at})
+            if old_state.status == "provisional" and status == "active":
+                return self._activate(old, old_state.model_copy(update={"signals": signals}), at, actor,
+                                      outcome="promoted")
+            self._store.put_states([old_state.model_copy(update={"signals": signals, "changed_at": at})])
+            self._audit(old, "restated", at, actor, old_state.status)
+            return FactWrite(fact_id=old.memory_id, status=old_state.status, outcome="deduplicated")
+
+        fact_id = fact_id_for(partition, fact.subject, fact.relation, digest)
+        memory = Memory(
+            memory_id=fact_id, turn_id="", session_id=session_id, character_id=partition.character_id,
+            user_id=partition.user_id, text=fact.sentence, created_at=at, kind="fact", scope=scope,
+            fact=FactInfo(subject=fact.subject, relation=fact.relation, value=fact.value, content_hash=digest,
+                          source=source, provenance=tuple(provenance)),
+        )
+        state = MemoryState(memory_id=fact_id, status=status, changed_at=at,
+                            signals=StrengthSignals(source=source, last_validated=at))
+        replaced = self._replacements(memory, existing, states, at) if status == "active" else []
+        self._store.write_fact(memory, self._vector(fact.sentence), state, replaced)
+        self._audit(memory, "written", at, actor, status)
+        for changed in replaced:
+            self._ledger.record(changed.memory_id, partition_key(partition.character_id, partition.user_id),
+                                "superseded" if changed.status == "revoked" else "marked_stale", at=at,
+                                actor=actor, status=changed.status)
+        return FactWrite(
+            fact_id=fact_id, status=status, outcome="written",
+            superseded=tuple(s.memory_id for s in replaced if s.status == "revoked"),
+            stale_memories=tuple(s.memory_id for s in replaced if s.stale),
+        )
+
+    def promote(self, fact_id: str, partition: Partition, *, at: datetime, actor: str) -> FactWrite:
+        """A provisional fact goes active (a reviewer kept it): it now supersedes its slot's active fact."""
+        found = [f for f in self._store.list_facts(partition) if f.memory_id == fact_id]
+        if not found:
+            raise NotFound(f"no fact {fact_id!r}")
+        state = self._store.get_states([fact_id]).get(fact_id, MemoryState(memory_id=fact_id))
+        if state.status != "provisional":
+            raise InvalidInput(f"fact {fact_id!r} is {state.status}, not provisional", field="status")
+        return self._activate(found[0], state, at, actor, outcome="promoted")
+
+    def _activate(self, fact: Memory, state: MemoryState, at: datetime, actor: str,
+                  outcome: Literal["written", "deduplicated", "promoted"]) -> FactWrite:
+        existing = self._store.list_facts(fact.partition)
+        states = self._store.get_states([f.memory_id for f in existing])
+        replaced = self._replacements(fact, [f for f in existing if f.memory_id != fact.memory_id], states, at)
+        self._store.write_fact(fact, None, state.model_copy(update={"status": "active", "changed_at": at}),
+                               replaced)
+        self._audit(fact, "promoted", at, actor, "active")
+        return FactWrite(fact_id=fact.memory_id, status="active", outcome=outcome,
+                         superseded=tuple(s.memory_id for s in replaced if s.status == "revoked"),
+                         stale_memories=tuple(s.memory_id for s in replaced if s.stale))
+
+    def _replacements(self, new: Memory, existing: Sequence[Memory], states: dict[str, MemoryState],
+                      at: datetime) -> list[MemoryState]:
+        """The states a new active fact changes: every active fact of its slot is revoked and pointed to it,
+        and the memories those facts came from are marked stale (pointed to it too)."""
+        replaced: list[MemoryState] = []
+        sources: list[str] = []
+        for old in existing:
+            state = states.get(old.memory_id, MemoryState(memory_id=old.memory_id))
+            if old.slot != new.slot or state.status != "active" or old.memory_id == new.memory_id:
+                continue
+            replaced.append(state.model_copy(update={"status": "revoked", "superseded_by": new.memory_id,
+                                                     "changed_at": at}))
+            assert old.fact is not None
+            sources.extend(old.fact.provenance)
+        source_states = self._store.get_states(sources) if sources else {}
+        for memory_id in dict.fromkeys(sources):
+            if not self._store.get_memories([memory_id]):
+                continue  # an erased source: nothing to mark
+            state = source_states.get(memory_id, MemoryState(memory_id=memory_id))
+            replaced.append(state.model_copy(update={"stale": True, "superseded_by": new.memory_id,
+                                                     "changed_at": at}))
+        return replaced
+
+    def repair(self, partition: Partition, *, at: datetime) -> int:
+        """Finish supersessions a crash interrupted (two active facts on a slot): the newest stays; returns how
+        many older facts were revoked."""
+        facts = self._store.list_facts(partition)
+        states = self._store.get_states([f.memory_id for f in facts])
+        winners = current(facts, states)
+        fixes: list[MemoryState] = []
+        for fact in facts:
+            state = states.get(fact.memory_id, MemoryState(memory_id=fact.memory_id))
+            winner = winners.get(fact.slot) if fact.slot else None
+            if state.status == "active" and winner is not None and winner.memory_id != fact.memory_id:
+                fixes.append(state.model_copy(update={"status": "revoked", "superseded_by": winner.memory_id,
+                                                      "changed_at": at}))
+        if fixes:
+            self._store.put_states(fixes)
+            log.warning("repaired %d interrupted supersessions in %s", len(fixes), partition)
+        return len(fixes)
+
+    def _vector(self, sentence: str) -> NDArray[np.float32] | None:
+        try:
+            vector: NDArray[np.float32] = self._embedder.embed([sentence])[0]
+            return vector
+        except Exception as exc:  # stored lexical-only; the background backfill embeds it later
+            log.warning("embedder failed writing a fact; stored without a vector: %s", exc)
+            return None
+
+    def _audit(self, fact: Memory, event: str, at: datetime, actor: str, status: str) -> None:
+        assert fact.fact is not None
+        self._ledger.record(fact.memory_id, partition_key(fact.character_id, fact.user_id), event, at=at,
+                            actor=actor, status=status, names=(fact.fact.subject, fact.fact.relation))
+

@@ -1,0 +1,254 @@
+"""The ledger: the audit trail of every lifecycle change, and the review queue of what consolidation proposed.
+
+Both are deliberately apart from the memories they describe. The audit trail outlives them: erasing a memory
+removes everything it said, but the record that it existed, when its status changed and how its strength moved
+stays. No audit event ever holds content; it holds ids, statuses, strengths and, unless a strict erasure
+drops them, names (a fact's subject and relation, a memory's anchors).
+
+SQLite, in the data directory, for every store backend (like the tuning and key stores).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.errors import InvalidInput, NotFound
+from engine.models import MemoryState
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    event TEXT NOT NULL,
+    at TEXT NOT NULL,
+    status TEXT,
+    strength REAL,
+    names TEXT,
+    actor TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_memory ON audit (memory_id, seq);
+CREATE INDEX IF NOT EXISTS audit_partition ON audit (partition, seq);
+CREATE TABLE IF NOT EXISTS review (
+    item_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    proposed_at TEXT NOT NULL,
+    score REAL NOT NULL,
+    reason TEXT NOT NULL,
+    before TEXT NOT NULL,
+    after TEXT NOT NULL,
+    decision TEXT NOT NULL DEFAULT 'pending',
+    decided_at TEXT,
+    decided_by TEXT
+);
+CREATE INDEX IF NOT EXISTS review_open ON review (partition, decision, seq);
+CREATE TABLE IF NOT EXISTS partitions (character_id TEXT NOT NULL, user_id TEXT NOT NULL,
+                                       PRIMARY KEY (character_id, user_id));
+"""
+
+ReviewKind = Literal["promote", "demote"]
+Decision = Literal["pending", "kept", "rejected", "reverted"]
+"""pending: proposed, nothing applied. kept: applied. rejected: dropped unapplied. reverted: applied, then undone
+back to the exact prior state."""
+
+
+class AuditEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_id: str
+    partition: str
+    event: str
+    at: datetime
+    status: str | None
+    strength: float | None
+    names: tuple[str, ...] | None
+    actor: str
+
+
+class ReviewItem(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    item_id: str
+    kind: ReviewKind
+    memory_id: str
+    partition: str
+    proposed_at: datetime
+    score: float
+    reason: str
+    before: MemoryState
+    after: MemoryState
+    decision: Decision
+    decided_at: datetime | None
+    decided_by: str | None
+
+
+def partition_key(character_id: str, user_id: str) -> str:
+    return f"{character_id}\x1f{user_id}"
+
+
+class Ledger:
+    """Audit trail, review queue, and the partitions the nightly sweep visits."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(":memory:" if path is None else path, check_same_thread=False,
+                                   isolation_level=None)
+        self._db.executescript(SCHEMA)
+        self._lock = threading.Lock()
+
+    # -- audit -------------------------------------------------------------------------------------------
+
+    def record(self, memory_id: str, partition: str, event: str, *, at: datetime, actor: str,
+               status: str | None = None, strength: float | None = None, names: tuple[str, ...] = ()) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO audit (memory_id, partition, event, at, status, strength, names, actor) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (memory_id, partition, event, at.astimezone(UTC).isoformat(), status, strength,
+                 json.dumps(list(names)), actor),
+            )
+
+    def history(self, memory_id: str) -> list[AuditEvent]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT memory_id, partition, event, at, status, strength, names, actor FROM audit "
+                "WHERE memory_id = ? ORDER BY seq", (memory_id,)
+            ).fetchall()
+        return [self._event(r) for r in rows]
+
+    def partition_history(self, partition: str) -> list[AuditEvent]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT memory_id, partition, event, at, status, strength, names, actor FROM audit "
+                "WHERE partition = ? ORDER BY seq", (partition,)
+            ).fetchall()
+        return [self._event(r) for r in rows]
+
+    @staticmethod
+    def _event(row: tuple[Any, ...]) -> AuditEvent:
+        return AuditEvent(memory_id=row[0], partition=row[1], event=row[2], at=datetime.fromisoformat(row[3]),
+                          status=row[4], strength=row[5],
+                          names=None if row[6] is None else tuple(json.loads(row[6])), actor=row[7])
+
+    def drop_names(self, memory_ids: list[str]) -> None:
+        """Strict erasure: even the names go; only that something existed, and how it changed, stays."""
+        if not memory_ids:
+            return
+        with self._lock:
+            self._db.execute(
+                f"UPDATE audit SET names = NULL WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
+                memory_ids,
+            )
+
+    # -- review queue ------------------------------------------------------------------------------------
+
+    def propose(self, kind: ReviewKind, *, partition: str, before: MemoryState, after: MemoryState, score: float,
+                reason: str, at: datetime) -> ReviewItem:
+        item_id = "r_" + uuid.uuid4().hex[:20]
+        with self._lock:
+            seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM review").fetchone()[0]
+            self._db.execute(
+                "INSERT INTO review (item_id, seq, kind, memory_id, partition, proposed_at, score, reason, before, "
+                "after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (item_id, seq, kind, before.memory_id, partition, at.astimezone(UTC).isoformat(), score, reason,
+                 before.model_dump_json(), after.model_dump_json()),
+            )
+        return self.item(item_id)
+
+    def item(self, item_id: str) -> ReviewItem:
+        with self._lock:
+            row = self._db.execute(f"SELECT {self._REVIEW} FROM review WHERE item_id = ?", (item_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no review item {item_id!r}")
+        return self._item(row)
+
+    def open_items(self, partitions: list[str] | None = None, *, decision: Decision | None = "pending",
+                   limit: int = 100) -> list[ReviewItem]:
+        clauses: list[str] = []
+        params: list[str | int] = []
+        if decision is not None:
+            clauses.append("decision = ?")
+            params.append(decision)
+        if partitions is not None:
+            if not partitions:
+                return []
+            clauses.append(f"partition IN ({','.join('?' * len(partitions))})")
+            params.extend(partitions)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._REVIEW} FROM review {where} ORDER BY seq LIMIT ?", [*params, limit]
+            ).fetchall()
+        return [self._item(r) for r in rows]
+
+    def is_pending(self, memory_id: str, kind: ReviewKind) -> bool:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM review WHERE memory_id = ? AND kind = ? AND decision = 'pending'", (memory_id, kind)
+            ).fetchone()
+        return row is not None
+
+    def decide(self, item_id: str, decision: Decision, *, by: str, at: datetime) -> ReviewItem:
+        """Record a decision: a pending item is kept or rejected; a kept item can later be reverted."""
+        item = self.item(item_id)
+        allowed = {"pending": ("kept", "rejected"), "kept": ("reverted",)}.get(item.decision, ())
+        if decision not in allowed:
+            raise InvalidInput(f"review item {item_id!r} is {item.decision}: it can be "
+                               f"{' or '.join(allowed) or 'nothing more'}", field="decision")
+        with self._lock:
+            self._db.execute(
+                "UPDATE review SET decision = ?, decided_at = ?, decided_by = ? WHERE item_id = ?",
+                (decision, at.astimezone(UTC).isoformat(), by, item_id),
+            )
+        return self.item(item_id)
+
+    _REVIEW = ("item_id, kind, memory_id, partition, proposed_at, score, reason, before, after, decision, "
+               "decided_at, decided_by")
+
+    @staticmethod
+    def _item(row: tuple[Any, ...]) -> ReviewItem:
+        return ReviewItem(item_id=row[0], kind=row[1], memory_id=row[2], partition=row[3],
+                          proposed_at=datetime.fromisoformat(row[4]), score=row[5], reason=row[6],
+                          before=MemoryState.model_validate_json(row[7]),
+                          after=MemoryState.model_validate_json(row[8]), decision=row[9],
+                          decided_at=None if row[10] is None else datetime.fromisoformat(row[10]),
+                          decided_by=row[11])
+
+    def forget_partition(self, partition: str) -> int:
+        """An erased partition's review items go (they hold states, and the queue is not the audit trail)."""
+        with self._lock:
+            cursor = self._db.execute("DELETE FROM review WHERE partition = ?", (partition,))
+        return int(cursor.rowcount)
+
+    # -- partitions ----------------------------------------------------------------------------------------
+
+    def touch(self, character_id: str, user_id: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO partitions (character_id, user_id) VALUES (?, ?)",
+                             (character_id, user_id))
+
+    def partitions(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(r[0], r[1]) for r in self._db.execute(
+                "SELECT character_id, user_id FROM partitions ORDER BY character_id, user_id")]
+
+    def untouch(self, character_id: str, user_id: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM partitions WHERE character_id = ? AND user_id = ?",
+                             (character_id, user_id))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
