@@ -13,13 +13,13 @@ A fact's status is computed server-side (``engine.facts.status_for``); callers n
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from litestar import delete, get, post
 from litestar.params import Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import Principal, Role, scoped
+from api.auth import Principal, Role, scoped, unscoped
 from api.security import require
 from api.tenancy import unscope_memory
 from engine.errors import Forbidden, InvalidInput
@@ -108,10 +108,12 @@ def write_fact(data: FactRequest, engine: Engine, principal: Principal) -> FactW
 
 @get("/v1/facts", sync_to_thread=True, summary="One level's facts with their status and strength signals")
 def list_facts(
-    engine: Engine, principal: Principal, scope: Scope, character_id: Identifier,
+    engine: Engine, principal: Principal, character_id: Identifier,
+    level: Annotated[Scope, Parameter(query="scope", description="user, canon or shared")],
     user_id: Identifier | None = None,
     status: Literal["active", "provisional", "revoked", "archived"] | None = None,
 ) -> list[FactView]:
+    scope = level  # "scope" is the query parameter's name; Litestar reserves it for the ASGI scope
     require(principal, *READ_ROLES[scope])
     partition = _partition(principal, scope, character_id, user_id)
     return [FactView(fact=unscope_memory(principal.org, fact), state=state)
@@ -174,18 +176,25 @@ def decide(item_id: str, data: Decision, engine: Engine, principal: Principal, c
                                                   by=f"{principal.role}:{principal.key_id}"))
 
 
+def _public(principal: Principal, key: str) -> str:
+    """A ledger partition key as a caller reads it: ``character/user`` without the organisation prefix."""
+    return "/".join(unscoped(principal.org, part) for part in key.split("\x1f"))
+
+
 def _unscope_item(principal: Principal, item: ReviewItem) -> ReviewItem:
-    return item.model_copy(update={"partition": item.partition.replace(f"{principal.org}:", "", 1)})
+    return item.model_copy(update={"partition": _public(principal, item.partition)})
 
 
 @get("/v1/audit", sync_to_thread=True,
      summary="The audit trail of a level: what existed and how it changed, never what it said")
-def audit_trail(engine: Engine, principal: Principal, character_id: Identifier, scope: Scope = "user",
+def audit_trail(engine: Engine, principal: Principal, character_id: Identifier,
+                level: Annotated[Scope, Parameter(query="scope", description="user, canon or shared")] = "user",
                 user_id: Identifier | None = None) -> list[AuditEvent]:
+    scope = level
     require(principal, *READ_ROLES[scope])
     partition = _partition(principal, scope, character_id, user_id)
     events = engine.ledger.partition_history(partition_key(partition.character_id, partition.user_id))
-    return [e.model_copy(update={"partition": e.partition.replace(f"{principal.org}:", "", 1)}) for e in events]
+    return [e.model_copy(update={"partition": _public(principal, e.partition)}) for e in events]
 
 
 @post("/v1/maintenance/sweep", status_code=200, sync_to_thread=True,
