@@ -43,6 +43,7 @@ from scoring.rerank import StageTwoParams, salience_for, stage_two
 
 log = logging.getLogger("feltsense.recall")
 SECONDS_PER_DAY = 86400.0
+MMR_POOL_FACTOR = 3
 
 
 @functools.lru_cache(maxsize=256)
@@ -214,6 +215,7 @@ class Recaller:
             if part.user_id == CANON:
                 canon_slots |= set(winners)
         kept: list[Candidate] = []
+        lift: dict[str, float] = {}
         present = {c.memory_id for c in candidates}
         for candidate in candidates:
             memory = memories.get(candidate.memory_id)
@@ -228,12 +230,18 @@ class Recaller:
             kept.append(candidate)
             state = states.get(candidate.memory_id)
             replacement = None if state is None or not state.stale else state.superseded_by
+            if replacement:
+                lift[replacement] = max(lift.get(replacement, 0.0), candidate.relevance)
             if replacement and replacement not in present:
                 fact = fetched.get(replacement) or memories.get(replacement)
                 if fact is not None and replacement in by_partition.get(fact.partition, set()):
                     memories[replacement] = fact
                     present.add(replacement)
                     kept.append(candidate.model_copy(update={"memory_id": replacement}))
+        # A current fact found on its own (say, lexically and weakly) still gets at least the relevance of the
+        # stale memory that points to it.
+        kept = [c.model_copy(update={"relevance": lift[c.memory_id]})
+                if lift.get(c.memory_id, 0.0) > c.relevance else c for c in kept]
         if any(c.memory_id not in states for c in kept):
             states = {**states, **self._store.get_states([c.memory_id for c in kept if c.memory_id not in states])}
         kept.sort(key=lambda c: -c.relevance)
@@ -292,6 +300,8 @@ class Recaller:
         order = ranked.order
         if profile.scopes.mmr_lambda < 1.0 and len(order) > 1:
             # Diversify after strength ranking: near-duplicates of a strong memory cannot take every slot.
+            # Over the best few times the limit: diversity among the contenders, not a dive into the tail.
+            order = order[: MMR_POOL_FACTOR * limit]
             vectors = self._store.get_vectors([candidates[i].memory_id for i in order.tolist()])
             order = order[mmr(ranked.score[order], vectors, limit, profile.scopes.mmr_lambda)]
         order = order[:limit]

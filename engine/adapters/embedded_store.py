@@ -535,6 +535,10 @@ class EmbeddedStore:
         if not memory_ids:
             return np.zeros((0, self._dimension), dtype=np.float32)
         with self._lock:
+            cached = self._cached(memory_ids)
+            if cached is not None:  # recall asks for its candidates' vectors every turn (MMR)
+                missing = np.full(self._dimension, np.nan, dtype=np.float32)
+                return np.stack([index.vectors[row] if index.has_vector[row] else missing for index, row in cached])
             rows = dict(
                 self._db.execute(
                     f"SELECT memory_id, vector FROM memories WHERE memory_id IN "

@@ -64,7 +64,28 @@ Writes
 Reads
     Lists (a session's turns or memories, tone candidates, the substring fallback's matches) are read a page
     at a time in ingest order, up to the server's ``QUERY_MAXIMUM_RESULTS`` (10,000 by default) per list.
-    ``delete_memories`` (not in the port yet) forgets memories and their traces; their turns stay.
+    ``delete_memories`` forgets memories with their traces and states; their turns stay.
+
+Lifecycle: states, facts, erasure
+    A memory's record kind (``record_kind``: turn or fact; ``kind`` is the trace's emotional/factual kind),
+    scope and a fact's slot and provenance (``fact``, JSON) are properties of its object, and so is its
+    state: ``status`` (filterable) and the whole ``MemoryState`` as JSON (``state``, present once a state
+    was written; ``get_states`` answers only those). Neither JSON is searchable: BM25 reads ``terms`` alone.
+    New memories are stored with status ``active``; objects stored before ``status`` existed have none, so
+    search and the substring fallback filter out the statuses they must not see (provisional, revoked, and
+    archived unless ``include_archived``) rather than asking for ``active``. Tone candidates do not look at
+    status: an archived grief keeps its standing rule.
+
+    ``write_fact`` has no transaction to lean on. It writes the new fact (object with its state, then its
+    directory entry) first and the states it replaces after, so a crash between leaves two active facts in a
+    slot, which readers resolve by keeping the newest (``engine.facts.current``), never a revoked fact with
+    no successor. Everything it and ``put_states`` write to is looked up first, so a missing memory raises
+    ``NotFound`` before anything is written. ``delete_turns`` deletes by the turns' ``tenant`` property;
+    turns stored before that property existed are found through the sessions the partition owns.
+
+Schema changes
+    A collection made by an earlier release gets the properties it lacks added at startup with this schema's
+    index settings (Weaviate's auto-schema would make a text property a searchable word-tokenised one).
 
 Errors
     Every vendor error is translated at the boundary: unreachable, timed out or unavailable ->
@@ -120,7 +141,18 @@ from engine.errors import (
     InvalidInput,
     NotFound,
 )
-from engine.models import Candidate, Leg, Memory, MemoryKind, Partition, Trace, TraceStatus, Turn
+from engine.models import (
+    Candidate,
+    FactInfo,
+    Leg,
+    Memory,
+    MemoryKind,
+    MemoryState,
+    Partition,
+    Trace,
+    TraceStatus,
+    Turn,
+)
 from engine.ports import ToneCandidates
 from engine.retrieval import fuse_legs
 from engine.text import terms, words
@@ -132,7 +164,11 @@ PAGE = 1000  # objects per read request; Weaviate answers at most QUERY_MAXIMUM_
 OVERFETCH = 2  # stage one asks for this many times params.candidates (the threshold and floor apply here)
 CACHED_MEMORIES = 50_000
 _MEMORY_PROPERTIES = ["memory_id", "turn_id", "session_id", "character_id", "user_id", "text", "context",
-                      "created_at"]
+                      "created_at", "record_kind", "scope", "fact"]
+ACTIVE = "active"
+HIDDEN_STATUSES = ("provisional", "revoked")  # never a search candidate
+ARCHIVED = "archived"  # a search candidate only with include_archived
+LEGACY_TURNS = "feltsense: every turn, as sent (some stored before turns recorded their tenant)"
 _EXPLAINED = re.compile(r"Result Set (keyword|vector),\w+\) Document [0-9a-fA-F-]+: original score ([-+0-9.eE]+)")
 
 P = ParamSpec("P")
@@ -296,23 +332,41 @@ MEMORY_SCHEMA = [
     _stored("created_epoch", DataType.NUMBER),
     _key("trace_status"), _key("kind"), _stored("register"), _value("intensity", DataType.NUMBER),
     _value("valence", DataType.NUMBER), _stored("trace"),
+    # The record: "turn" or "fact" (``kind`` above is the trace's emotional/factual kind), its scope, and a
+    # fact's slot and provenance as JSON (read back only: never in the BM25 index, which is ``terms`` alone).
+    _key("record_kind"), _key("scope"), _stored("fact"),
+    # The lifecycle: ``status`` filters search (objects stored before it existed have none and count as
+    # active), ``state`` is the whole MemoryState as JSON, present once a state has been written.
+    _key("status"), _stored("state"),
 ]
 DIRECTORY_SCHEMA = [_stored("memory_id"), _stored("tenant"), _sequence(),
                     _value("has_vector", DataType.BOOL)]
 TURN_SCHEMA = [_stored("turn_id"), _key("session_id"), _stored("character_id"), _stored("user_id"), _stored("role"),
-               _stored("text"), _stored("timestamp", DataType.DATE), _sequence()]
+               _stored("text"), _stored("timestamp", DataType.DATE), _sequence(),
+               # The partition's tenant name (turns are not multi-tenant): what erasing a partition's turns filters on.
+               _key("tenant")]
 SESSION_SCHEMA = [_stored("session_id"), _stored("tenant"), _stored("character_id"), _stored("user_id"),
                   _value("closed", DataType.BOOL), _stored("closed_at", DataType.DATE),
                   _value("pending", DataType.BOOL)]
 
 
-def _memory_properties(memory: Memory, seq: int) -> Props:
-    return {
+def _memory_properties(memory: Memory, seq: int, state: MemoryState | None = None) -> Props:
+    props: Props = {
         "memory_id": memory.memory_id, "turn_id": memory.turn_id, "session_id": memory.session_id,
         "character_id": memory.character_id, "user_id": memory.user_id, "text": memory.text,
         "context": memory.context, "folded": memory.text.lower(), "terms": " ".join(terms(memory.text)),
         "created_at": memory.created_at, "created_epoch": memory.created_at.timestamp(), "seq": seq,
+        "record_kind": memory.kind, "scope": memory.scope, "status": ACTIVE,
     }
+    if memory.fact is not None:
+        props["fact"] = memory.fact.model_dump_json()
+    if state is not None:
+        props.update(_state_properties(state))
+    return props
+
+
+def _state_properties(state: MemoryState) -> Props:
+    return {"status": state.status, "state": state.model_dump_json()}
 
 
 def _trace_properties(trace: Trace, text: str) -> Props:
@@ -325,10 +379,14 @@ def _trace_properties(trace: Trace, text: str) -> Props:
 
 
 def _memory_from(props: Mapping[str, Any]) -> Memory:
+    fact = props.get("fact")
     return Memory(
-        memory_id=props["memory_id"], turn_id=props["turn_id"], session_id=props["session_id"],
+        memory_id=props["memory_id"], turn_id=props.get("turn_id") or "", session_id=props["session_id"],
         character_id=props["character_id"], user_id=props["user_id"], text=props["text"],
         context=props.get("context") or "", created_at=_as_datetime(props["created_at"]),
+        # Objects stored before these properties existed are user turns.
+        kind=props.get("record_kind") or "turn", scope=props.get("scope") or "user",
+        fact=FactInfo.model_validate_json(fact) if fact else None,
     )
 
 
@@ -389,7 +447,10 @@ class WeaviateStore:
                     description="feltsense: where each memory lives (tenant, ingest order, vector or not)",
                 )
                 self._turns = self._collection(f"{collection_prefix}Turn", TURN_SCHEMA, multi_tenant=False,
-                                               description="feltsense: every turn, as sent")
+                                               description="feltsense: every turn, as sent",
+                                               before_migrating=self._mark_legacy_turns)
+                # Turns stored before they recorded their tenant are found through their sessions' owners.
+                self._legacy_turns = self._turns.config.get().description == LEGACY_TURNS
                 self._sessions = self._collection(
                     f"{collection_prefix}Session", SESSION_SCHEMA, multi_tenant=False,
                     description="feltsense: each session's owner, closed time and pending-trace flag",
@@ -430,7 +491,8 @@ class WeaviateStore:
                 raise ConfigurationError(f"cannot connect to Weaviate at {url} (gRPC port {grpc_port}): {exc}") from exc
 
     def _collection(
-        self, name: str, schema: list[Property], *, multi_tenant: bool, description: str
+        self, name: str, schema: list[Property], *, multi_tenant: bool, description: str,
+        before_migrating: Callable[[Collection[Props, None], list[str]], None] | None = None,
     ) -> Collection[Props, None]:
         if not self._client.collections.exists(name):
             try:
@@ -462,7 +524,35 @@ class WeaviateStore:
                 f"{'on' if config.multi_tenancy_config.enabled else 'off'}; this store needs it "
                 f"{'on' if multi_tenant else 'off'}. Use another collection prefix."
             )
+        self._add_missing_properties(collection, schema, {p.name for p in config.properties}, before_migrating)
         return collection
+
+    @staticmethod
+    def _add_missing_properties(
+        collection: Collection[Props, None], schema: list[Property], existing: set[str],
+        before_migrating: Callable[[Collection[Props, None], list[str]], None] | None,
+    ) -> None:
+        """Add the properties a collection made by an earlier release lacks, with their own index settings
+        (left to Weaviate's auto-schema, a text property would be tokenised into words and made searchable).
+        Objects stored before keep no value for them; the readers treat that as the old default."""
+        missing = [prop for prop in schema if prop.name not in existing]
+        if not missing:
+            return
+        if before_migrating is not None:
+            before_migrating(collection, [prop.name for prop in missing])
+        for prop in missing:
+            try:
+                collection.config.add_property(prop)
+            except (wx.WeaviateInvalidInputError, wx.UnexpectedStatusCodeError):
+                # Another process added it meanwhile; anything else is still an error.
+                if not any(p.name == prop.name for p in collection.config.get().properties):
+                    raise
+
+    @staticmethod
+    def _mark_legacy_turns(turns: Collection[Props, None], missing: list[str]) -> None:
+        # Recorded before the property is added, so that a crash in between cannot hide the old turns.
+        if "tenant" in missing:
+            turns.config.update(description=LEGACY_TURNS)
 
     def _check_memory_collection(self) -> None:
         # Vectors of two embedding models never mix: the collection is bound to the model that created it.
@@ -701,6 +791,7 @@ class WeaviateStore:
                         "turn_id": t.turn_id, "session_id": t.session_id, "character_id": t.character_id,
                         "user_id": t.user_id, "role": t.role, "text": t.text, "timestamp": t.timestamp,
                         "seq": seq,
+                        "tenant": tenant_for(Partition(character_id=t.character_id, user_id=t.user_id)),
                     }, uuid=_id("turn", t.turn_id))
                     for t, seq in zip(fresh, self._next_seqs(len(fresh)), strict=True)
                 ]
@@ -732,27 +823,30 @@ class WeaviateStore:
             if not fresh:
                 return
             self._claim_sessions({memories[i].session_id: memories[i].partition for i in fresh})
-            seqs = self._next_seqs(len(fresh))
-            by_tenant: dict[str, list[DataObject[Props, None]]] = defaultdict(list)
-            for i, seq in zip(fresh, seqs, strict=True):
-                memory = memories[i]
-                by_tenant[tenant_for(memory.partition)].append(DataObject(
-                    properties=_memory_properties(memory, seq), uuid=_id("memory", memory.memory_id),
-                    vector=None if vectors is None else np.asarray(vectors[i], dtype=np.float32).tolist(),
-                ))
-            for tenant, objects in by_tenant.items():
-                _check_inserted(self._in(tenant).data.insert_many(objects), "memories")
-            # The directory entry last: it is what says a memory is stored, so a write that fails halfway is
-            # redone in full when the memory is sent again.
-            _check_inserted(self._directory.data.insert_many([
-                DataObject(properties={
-                    "memory_id": memories[i].memory_id, "tenant": tenant_for(memories[i].partition),
-                    "seq": seq, "has_vector": vectors is not None,
-                }, uuid=_id("memory", memories[i].memory_id))
-                for i, seq in zip(fresh, seqs, strict=True)
-            ]), "memories (directory)")
-            for i in fresh:
-                self._remember(memories[i])
+            self._insert([(memories[i], None if vectors is None else vectors[i], None) for i in fresh])
+
+    def _insert(self, entries: Sequence[tuple[Memory, NDArray[np.float32] | None, MemoryState | None]]) -> None:
+        """Store new memories (with their vector and state, when they have one) and their directory entries."""
+        seqs = self._next_seqs(len(entries))
+        by_tenant: dict[str, list[DataObject[Props, None]]] = defaultdict(list)
+        for (memory, vector, state), seq in zip(entries, seqs, strict=True):
+            by_tenant[tenant_for(memory.partition)].append(DataObject(
+                properties=_memory_properties(memory, seq, state), uuid=_id("memory", memory.memory_id),
+                vector=None if vector is None else np.asarray(vector, dtype=np.float32).tolist(),
+            ))
+        for tenant, objects in by_tenant.items():
+            _check_inserted(self._in(tenant).data.insert_many(objects), "memories")
+        # The directory entry last: it is what says a memory is stored, so a write that fails halfway is
+        # redone in full when the memory is sent again.
+        _check_inserted(self._directory.data.insert_many([
+            DataObject(properties={
+                "memory_id": memory.memory_id, "tenant": tenant_for(memory.partition), "seq": seq,
+                "has_vector": vector is not None,
+            }, uuid=_id("memory", memory.memory_id))
+            for (memory, vector, _), seq in zip(entries, seqs, strict=True)
+        ]), "memories (directory)")
+        for memory, _, _ in entries:
+            self._remember(memory)
 
     @_boundary("store vectors")
     def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
@@ -821,6 +915,99 @@ class WeaviateStore:
                 self._tenants.drop(memory.memory_id)
             self._refresh_pending(sessions, set())
 
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    @_boundary("store states")
+    def put_states(self, states: Sequence[MemoryState]) -> None:
+        if not states:
+            return
+        with self._write_lock:
+            self._put_states(states)
+
+    def _put_states(self, states: Sequence[MemoryState]) -> None:
+        """Every memory is looked up before anything is written: a missing one fails the call with no change."""
+        latest = {state.memory_id: state for state in states}  # the last state per memory wins
+        if not latest:
+            return
+        memories = {m.memory_id: m for m in self.get_memories(list(latest))}
+        missing = [memory_id for memory_id in latest if memory_id not in memories]
+        if missing:
+            raise NotFound(f"no memory {missing[0]!r} to set the state of")
+        for memory_id, state in latest.items():
+            tenant = tenant_for(memories[memory_id].partition)
+            self._tone_cache.pop(tenant, None)
+            try:
+                self._in(tenant).data.update(uuid=_id("memory", memory_id), properties=_state_properties(state))
+            except wx.UnexpectedStatusCodeError as exc:
+                if exc.status_code != 404:
+                    raise
+                self._cached_memories.drop(memory_id)  # deleted by another process since it was cached
+                self._tenants.drop(memory_id)
+                raise NotFound(f"no memory {memory_id!r} to set the state of") from exc
+
+    @_boundary("store a fact")
+    def write_fact(self, fact: Memory, vector: NDArray[np.float32] | None, state: MemoryState,
+                   replaced: Sequence[MemoryState]) -> None:
+        """The new fact first (object, state and directory entry), then the states it replaces.
+
+        Weaviate has no transaction across objects, so the order is what keeps a crash safe: one between the
+        two steps leaves the new fact active beside the fact it should have revoked (and its sources not yet
+        stale), never a revoked fact with no successor; readers keep the newest active fact of each slot
+        (``engine.facts.current``), and the next write on the slot revokes both. What the fact replaces is
+        looked up before anything is written, so a missing memory fails the call with no change.
+        """
+        if fact.kind != "fact" or fact.fact is None:
+            raise InvalidInput(f"memory {fact.memory_id!r} is not a fact", field="kind")
+        if state.memory_id != fact.memory_id:
+            raise InvalidInput(f"the state is for {state.memory_id!r}, not the fact {fact.memory_id!r}",
+                               field="state")
+        if vector is not None and (vector.ndim != 1 or vector.shape[0] != self._dimension):
+            raise InvalidInput(f"the vector is {vector.shape}, the store holds {self._dimension}-d",
+                               field="vector")
+        with self._write_lock:
+            others = list(dict.fromkeys(s.memory_id for s in replaced if s.memory_id != fact.memory_id))
+            found = {m.memory_id for m in self.get_memories(others)}
+            missing = [memory_id for memory_id in others if memory_id not in found]
+            if missing:
+                raise NotFound(f"no memory {missing[0]!r} to set the state of")
+            if fact.memory_id in self._locate([fact.memory_id]):
+                self._put_states([state])  # sent again: the stored content stays, the state is the new one
+            else:
+                self._insert([(fact, vector, state)])
+                self._tone_cache.pop(tenant_for(fact.partition), None)
+            self._before_replacing(fact)
+            self._put_states(replaced)
+
+    def _before_replacing(self, fact: Memory) -> None:
+        """A seam for crash-injection tests: runs between writing a new fact and revoking what it replaces."""
+
+    @_boundary("delete turns")
+    def delete_turns(self, partition: Partition) -> int:
+        tenant = tenant_for(partition)
+        with self._write_lock:
+            deleted = self._delete_all(self._turns, Filter.by_property("tenant").equal(tenant))
+            if self._legacy_turns:
+                # Turns stored before they recorded their tenant: through the sessions the partition owns (a
+                # session belongs to the partition of its first turn for good). A scan, but erasure is rare.
+                owned = [obj.properties["session_id"]
+                         for obj in self._sessions.iterator(return_properties=["session_id", "tenant"])
+                         if obj.properties.get("tenant") == tenant]
+                for chunk in _chunks(owned, PAGE):
+                    deleted += self._delete_all(self._turns,
+                                                Filter.by_property("session_id").contains_any(list(chunk)))
+        return deleted
+
+    @staticmethod
+    def _delete_all(collection: Collection[Props, None], where: FilterReturn) -> int:
+        """Delete every match (one request deletes at most QUERY_MAXIMUM_RESULTS); how many were deleted."""
+        deleted = 0
+        while True:
+            result = collection.data.delete_many(where=where)
+            _check_deleted(result)
+            deleted += result.successful
+            if not result.successful:
+                return deleted
+
     # -- reads --------------------------------------------------------------------------------------------
 
     @_boundary("read turns")
@@ -834,8 +1021,12 @@ class WeaviateStore:
         tenant = self._session_tenant(session_id)
         if tenant is None:
             return []
-        found = self._all(self._in(tenant), Filter.by_property("session_id").equal(session_id),
-                          _MEMORY_PROPERTIES)
+        # A session's turns, not the facts distilled from it (``!=``: objects stored before ``record_kind``
+        # existed have none, and are turns).
+        found = self._all(self._in(tenant), Filter.all_of([
+            Filter.by_property("session_id").equal(session_id),
+            Filter.by_property("record_kind").not_equal("fact"),
+        ]), _MEMORY_PROPERTIES)
         memories = [_memory_from(obj.properties) for obj in found]
         for memory in memories:
             self._remember(memory)
@@ -910,6 +1101,23 @@ class WeaviateStore:
                         self._tenants.drop(memory_id)
         return memories
 
+    @_boundary("read states")
+    def get_states(self, memory_ids: Sequence[str]) -> dict[str, MemoryState]:
+        if not memory_ids:
+            return {}
+        found = self._objects(memory_ids, ["state"])
+        return {memory_id: MemoryState.model_validate_json(obj.properties["state"])
+                for memory_id, obj in found.items() if obj.properties.get("state")}
+
+    @_boundary("list facts")
+    def list_facts(self, partition: Partition) -> list[Memory]:
+        found = self._all(self._in(tenant_for(partition)), Filter.by_property("record_kind").equal("fact"),
+                          _MEMORY_PROPERTIES)
+        facts = [_memory_from(obj.properties) for obj in found]
+        for fact in facts:
+            self._remember(fact)
+        return facts
+
     @_boundary("read tone candidates")
     def tone_candidates(
         self, partition: Partition, *, min_intensity: float, max_valence: float
@@ -973,8 +1181,16 @@ class WeaviateStore:
     # -- stage one ----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _visible(exclude_session: str | None, created_before: datetime) -> list[FilterReturn]:
-        visible = [Filter.by_property("created_at").less_or_equal(created_before)]
+    def _visible(exclude_session: str | None, created_before: datetime, include_archived: bool) -> list[FilterReturn]:
+        """What recall may see: active memories (and archived ones with ``include_archived``), not from the
+        caller's current session, not from after the turn's time.
+
+        Status is filtered by what is excluded (``!=``), not by ``== "active"``: an object stored before the
+        ``status`` property existed has no value for it and is active.
+        """
+        hidden = [*HIDDEN_STATUSES, *(() if include_archived else (ARCHIVED,))]
+        visible = [Filter.by_property("created_at").less_or_equal(created_before),
+                   *(Filter.by_property("status").not_equal(status) for status in hidden)]
         if exclude_session is not None:
             visible.append(Filter.by_property("session_id").not_equal(exclude_session))
         return visible
@@ -989,6 +1205,7 @@ class WeaviateStore:
         params: RetrievalParams,
         exclude_session: str | None,
         created_before: datetime,
+        include_archived: bool = False,
     ) -> tuple[list[Candidate], dict[str, int]]:
         counts = {"vector": 0, "lexical": 0, "fused": 0, "dropped_below_floor": 0}
         query_terms = " ".join(dict.fromkeys(terms(query_text)))
@@ -1003,7 +1220,7 @@ class WeaviateStore:
                 alpha=min(max(params.vector_weight, 0.01), 0.99) if query_vector is not None else 0.0,
                 fusion_type=HybridFusion.RELATIVE_SCORE,
                 query_properties=["terms"],
-                filters=Filter.all_of(self._visible(exclude_session, created_before)),
+                filters=Filter.all_of(self._visible(exclude_session, created_before, include_archived)),
                 limit=params.candidates * OVERFETCH,
                 return_properties=_MEMORY_PROPERTIES,
                 return_metadata=MetadataQuery(explain_score=True),
@@ -1060,14 +1277,15 @@ class WeaviateStore:
     @_boundary("search by substring")
     def substring_search(
         self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
-        created_before: datetime,
+        created_before: datetime, include_archived: bool = False,
     ) -> list[Candidate]:
         needles = [w for w in dict.fromkeys(words(query_text)) if len(w) > 2]
         if not needles:
             return []
         contains = Filter.any_of([Filter.by_property("folded").like(f"*{w}*") for w in needles])
         found = self._all(self._in(tenant_for(partition)),
-                          Filter.all_of([*self._visible(exclude_session, created_before), contains]),
+                          Filter.all_of([*self._visible(exclude_session, created_before, include_archived),
+                                         contains]),
                           ["memory_id", "folded"])
         out = []
         for obj in found:
