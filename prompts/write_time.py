@@ -1,5 +1,6 @@
 """The write-time prompt: one closed session's memories in, a register, valence, intensity, anchors and durable
-facts per memory out.
+facts per memory out. Facts come back structured, (subject, relation, value) plus a sentence, on the relations of
+``traces.facts.RELATIONS``, so a model's facts fill the same slots as the extractor's and can supersede them.
 
 A chat model reads the whole session at once, so it can do what a sentence classifier cannot: "Thanks. I just
 miss her so much." two turns after "My dog Luna died last week." is grief about Luna, not a neutral thank-you.
@@ -13,13 +14,15 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from engine.models import REGISTERS, Register
+from engine.models import REGISTERS, ExtractedFact, Register
+from traces.facts import RELATIONS, Relation
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 """Bump when the wording, the schema or the scales change: it is written into every trace the prompt classifies."""
 
 MAX_ANCHORS = 12
@@ -27,10 +30,42 @@ MAX_FACTS = 8
 
 Anchor = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 Fact = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=300)]
+# The bounds of engine.models.ExtractedFact, so a valid answer always makes a valid fact.
+Subject = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=120)]
+Value = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+@dataclass(frozen=True)
+class ModelClassification:
+    """One memory's classification as the engine takes it (``engine.ports.TraceClassification``): the facts as
+    sentences, which the trace keeps, and as structured facts in ``extracted``, which fill slots."""
+
+    register: str
+    valence: float
+    intensity: float
+    anchors: tuple[str, ...]
+    facts: tuple[str, ...]
+    extracted: tuple[ExtractedFact, ...]
 
 
 # Docstrings and field descriptions go into the JSON schema the model is sent: they are written for the model.
-# MemoryClassification also satisfies engine.ports.TraceClassification, so adapters hand it on as it is.
+class FactItem(BaseModel):
+    """One durable fact about the user, or about a person or animal in their life."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subject: Subject = Field(
+        description='lower case: "user", or "user\'s <role>" for a person or animal in their life ("user\'s dog"), '
+                    "or, for opinion, allergy and routine, the thing itself (\"jazz\", \"peanut\", \"coffee\")"
+    )
+    relation: Relation = Field(description="the kind of fact, exactly one of the listed relations")
+    value: Value = Field(description='the value as the user said it ("Lisbon", "Luna", "loves", "every morning")')
+    sentence: Fact = Field(description='the fact as one self-contained sentence ("The user lives in Lisbon.")')
+
+    def extracted(self) -> ExtractedFact:
+        return ExtractedFact(subject=self.subject, relation=self.relation, value=self.value, sentence=self.sentence)
+
+
 # "register" is the domain's word; it only shadows ABCMeta.register, which nothing here calls. The filter is scoped
 # to the definition: a module-level one set at import would not survive a caller's warnings.catch_warnings().
 with warnings.catch_warnings():
@@ -48,10 +83,18 @@ with warnings.catch_warnings():
         anchors: tuple[Anchor, ...] = Field(
             max_length=MAX_ANCHORS, description="the people, animals, places or things the feeling is about"
         )
-        facts: tuple[Fact, ...] = Field(
+        facts: tuple[FactItem, ...] = Field(
             max_length=MAX_FACTS,
-            description='durable facts about the user, one self-contained sentence each ("The user lives in Lisbon.")',
+            description="durable facts the memory states about the user and the people and animals in their life",
         )
+
+        def classification(self) -> ModelClassification:
+            """What the engine takes: the facts both as sentences and as structured facts."""
+            return ModelClassification(
+                register=self.register, valence=self.valence, intensity=self.intensity, anchors=self.anchors,
+                facts=tuple(dict.fromkeys(fact.sentence for fact in self.facts)),
+                extracted=tuple(fact.extracted() for fact in self.facts),
+            )
 
 
 class SessionClassification(BaseModel):
@@ -113,13 +156,23 @@ For every memory give:
 - anchors: the specific people, animals, places or things the feeling is about, written as the user named them \
 ("Luna", "the park", "my sister"); a pronoun takes the name it refers to. At most {MAX_ANCHORS}; an empty list \
 when there are none.
-- facts: durable facts about the user that this memory states or implies and that would still be true next \
-month, each a self-contained sentence in the third person ("The user lives in Lisbon.", "The user had a dog \
-named Luna."). Not passing moods, not what the character said. At most {MAX_FACTS}; an empty list when there \
-are none.
+- facts: durable facts that this memory states about the user, or about the people and animals in their life, \
+and that would still be true next month. Each is an object with:
+  - subject: lower case; "user" for the user, "user's <role>" for a person or animal in their life ("user's \
+dog", "user's sister"), and for opinion, allergy and routine the thing itself ("jazz", "peanut", "coffee");
+  - relation: exactly one of these:
+{chr(10).join(f"    - {name}: {meaning}" for name, meaning in RELATIONS.items())}
+  - value: the value as the user said it ("Lisbon", "Luna", "loves", "every morning");
+  - sentence: the fact as one self-contained sentence in the third person ("The user lives in Lisbon.", "The \
+user's dog is called Luna.").
+  Only what is true now, as the user states it: not hypotheticals ("I might move to Berlin"), not what is no \
+longer true ("I don't live in Paris anymore"), not questions, not passing moods, not what the character said. \
+Never give another person's fact the subject "user" ("my sister lives in Leeds" is about "user's sister"). At \
+most {MAX_FACTS}; an empty list when there are none.
 
 Answer with JSON only, no prose and no code fences: an object {{"memories": [...]}} holding exactly one item per \
-memory, each with the keys index, register, valence, intensity, anchors and facts."""
+memory, each with the keys index, register, valence, intensity, anchors and facts, and each fact with the keys \
+subject, relation, value and sentence."""
 
 
 def session_classification_messages(memory_texts: Sequence[str]) -> list[ChatMessage]:

@@ -89,8 +89,11 @@ def fake_classification(texts: list[str]) -> list[dict[str, Any]]:
         ))
         if not anchors and _PRONOUN.search(text):
             anchors = previous_anchors
-        facts = [f"The user had a {kind} named {name}." for kind, name in _PET.findall(text)]
-        facts += [f"The user lives in {place}." for place in _HOME.findall(text)]
+        # Facts are structured, as prompts.write_time.FactItem asks; the sentences are what a test predicts.
+        facts = [{"subject": f"user's {kind}", "relation": "name", "value": name,
+                  "sentence": f"The user had a {kind} named {name}."} for kind, name in _PET.findall(text)]
+        facts += [{"subject": "user", "relation": "lives_in", "value": place,
+                   "sentence": f"The user lives in {place}."} for place in _HOME.findall(text)]
         items.append({"index": index, "register": found.register, "valence": found.valence,
                       "intensity": found.intensity, "anchors": anchors, "facts": facts})
         previous_anchors = anchors or previous_anchors

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.models import ExtractedFact
+
 
 @dataclass(frozen=True)
 class FakeClassification:
@@ -16,6 +18,7 @@ class FakeClassification:
     intensity: float
     anchors: tuple[str, ...] = ()
     facts: tuple[str, ...] = ()
+    extracted: tuple[ExtractedFact, ...] = ()
 
 
 class KeywordClassifier:

@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.errors import ConfigurationError
-from engine.models import REGISTERS
+from engine.models import REGISTERS, ExtractedFact
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).parent / "data" / "classifier.npz"
 FORMAT = "feltsense-classifier-v1"
@@ -101,6 +101,7 @@ class Classification:
     register_scores: dict[str, float]  # probability per register
     anchors: tuple[str, ...] = ()  # this classifier finds none; the write-time pass extracts them
     facts: tuple[str, ...] = ()  # likewise
+    extracted: tuple[ExtractedFact, ...] = ()  # likewise (traces.facts.extract)
 
 
 @dataclass(frozen=True)

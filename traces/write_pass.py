@@ -118,6 +118,7 @@ def build_traces(
                 engagement=engaged.get(memory.turn_id, 0.0),
                 anchors=anchors[i],
                 facts=tuple(dict.fromkeys([*extract_facts(memory.text), *classified[i].facts])),
+                extracted=tuple(classified[i].extracted),
                 kind=MemoryKind.EMOTIONAL if emotional else MemoryKind.FACTUAL,
                 written_at=written_at,
                 classifier=classifier.name,

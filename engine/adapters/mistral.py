@@ -43,7 +43,7 @@ from engine.errors import BackendRejected, BackendUnavailable, ConfigurationErro
 from prompts.write_time import (
     PROMPT_VERSION,
     ChatMessage,
-    MemoryClassification,
+    ModelClassification,
     SessionClassification,
     session_classification_messages,
 )
@@ -312,7 +312,7 @@ class MistralClassifier:
     def per_sentence(self) -> bool:
         return False
 
-    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[MemoryClassification]:
+    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[ModelClassification]:
         """One classification per text, in order. ``embeddings`` are not used: the model reads the text."""
         if not texts:
             return []
@@ -324,7 +324,7 @@ class MistralClassifier:
         response = self._retrying.call(request, what=f"a classification of {len(texts)} memories")
         return self._parse(response, len(texts))
 
-    def _parse(self, response: models.ChatCompletionResponse, count: int) -> list[MemoryClassification]:
+    def _parse(self, response: models.ChatCompletionResponse, count: int) -> list[ModelClassification]:
         backend = self._retrying.backend
 
         def rejected(why: str) -> BackendRejected:
@@ -349,9 +349,11 @@ class MistralClassifier:
             )
             raise rejected(f"{exc.error_count()} problem(s): {problems}") from exc
         try:
-            return parsed.in_order(count)
+            ordered = parsed.in_order(count)
         except ValueError as exc:
             raise rejected(str(exc)) from exc
+        # The model's facts come back structured: the trace keeps their sentences, ``extracted`` their slots.
+        return [item.classification() for item in ordered]
 
     def close(self) -> None:
         _close(self._client)
