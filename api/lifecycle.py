@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from litestar import delete, get, post
+from litestar import delete, get, post, put
 from litestar.params import Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +78,12 @@ class StateView(BaseModel):
     model_config = ConfigDict(extra="forbid")
     memory_id: str
     state: MemoryState
+
+
+class CanonRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, max_length=50_000, description="the record, whole (paragraphs separated by a "
+                                                                      "blank line)")
 
 
 class PinRequest(BaseModel):
@@ -204,5 +210,16 @@ def sweep(engine: Engine, principal: Principal) -> SweepReport:
     return engine.sweep()
 
 
-lifecycle_routes = [write_fact, list_facts, archive_memory, restore_memory, pin_memory, erase_user, review_queue,
-                    decide, audit_trail, sweep]
+@put("/v1/characters/{character_id:str}/canon/{record_id:str}", status_code=200, sync_to_thread=True,
+     summary="Write a canon record (the character's own lore): stored whole, pinned, in every turn's prefix")
+def put_canon(character_id: Identifier, record_id: Identifier, data: CanonRecord, engine: Engine,
+              principal: Principal) -> FactView:
+    require(principal, "director", "admin")
+    memory = engine.write_canon(scoped(principal.org, character_id), record_id, data.text,
+                                actor=f"{principal.role}:{principal.key_id}")
+    state = engine.states([memory.memory_id])[memory.memory_id]
+    return FactView(fact=unscope_memory(principal.org, memory), state=state)
+
+
+lifecycle_routes = [put_canon, write_fact, list_facts, archive_memory, restore_memory, pin_memory, erase_user,
+                    review_queue, decide, audit_trail, sweep]

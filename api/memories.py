@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal
 from api.security import require
-from api.tenancy import scope_partition, scope_query, unscope_memory
+from api.tenancy import scope_partition, scope_query, unscope_memory, unscope_result
 from engine.lifecycle import ErasureReceipt
-from engine.models import Identifier, Memory, MemoryState, RecallQuery, Trace
+from engine.models import Identifier, Memory, MemoryState, RecallQuery, RecallResult, Trace
 from engine.service import Engine
 
 MAX_PAGE = 200
@@ -97,4 +97,14 @@ def delete_memory(
                          actor=f"{principal.role}:{principal.key_id}")
 
 
-memory_routes = [list_memories, get_memory, get_trace, delete_memory]
+@get("/v1/recalls/{recall_id:str}", sync_to_thread=True,
+     summary="A past turn's recall as it was returned: what the character saw, with the assembly's trace")
+def get_recall(
+    recall_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
+) -> RecallResult:
+    require(principal, "runtime", "evaluator")
+    return unscope_result(principal.org, engine.recall_record(
+        recall_id, scope_partition(principal.org, character_id, user_id)))
+
+
+memory_routes = [list_memories, get_memory, get_trace, delete_memory, get_recall]

@@ -53,6 +53,13 @@ CREATE TABLE IF NOT EXISTS review (
     decided_by TEXT
 );
 CREATE INDEX IF NOT EXISTS review_open ON review (partition, decision, seq);
+CREATE TABLE IF NOT EXISTS recalls (
+    recall_id TEXT PRIMARY KEY,
+    partition TEXT NOT NULL,
+    at TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS recalls_partition ON recalls (partition, at);
 CREATE TABLE IF NOT EXISTS partitions (character_id TEXT NOT NULL, user_id TEXT NOT NULL,
                                        PRIMARY KEY (character_id, user_id));
 """
@@ -105,6 +112,9 @@ class Ledger:
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(":memory:" if path is None else path, check_same_thread=False,
                                    isolation_level=None)
+        if path is not None:
+            self._db.execute("PRAGMA journal_mode=WAL")  # a recall log write per turn: keep it cheap
+            self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
 
@@ -231,6 +241,36 @@ class Ledger:
         with self._lock:
             cursor = self._db.execute("DELETE FROM review WHERE partition = ?", (partition,))
         return int(cursor.rowcount)
+
+    # -- the recall log: what the character saw on each turn ----------------------------------------------
+
+    def record_recall(self, recall_id: str, partition: str, at: datetime, body: str) -> None:
+        """Keep one turn's recall (memories, tone, the assembled context and its trace) by id. It holds what
+        the user said, so erasure removes it with the rest (``forget_recalls``)."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO recalls (recall_id, partition, at, body) VALUES (?, ?, ?, ?)",
+                             (recall_id, partition, at.astimezone(UTC).isoformat(), body))
+
+    def recall(self, recall_id: str, partition: str) -> str:
+        with self._lock:
+            row = self._db.execute("SELECT body FROM recalls WHERE recall_id = ? AND partition = ?",
+                                   (recall_id, partition)).fetchone()
+        if row is None:
+            raise NotFound(f"no recall {recall_id!r}")
+        return str(row[0])
+
+    def forget_recalls(self, partition: str, memory_ids: list[str] | None = None) -> int:
+        """Erase a partition's recall log, or only the recalls that showed one of ``memory_ids``."""
+        with self._lock:
+            if memory_ids is None:
+                cursor = self._db.execute("DELETE FROM recalls WHERE partition = ?", (partition,))
+                return int(cursor.rowcount)
+            removed = 0
+            for memory_id in memory_ids:
+                cursor = self._db.execute("DELETE FROM recalls WHERE partition = ? AND instr(body, ?) > 0",
+                                          (partition, memory_id))
+                removed += int(cursor.rowcount)
+            return removed
 
     # -- partitions ----------------------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ class ErasureReceipt(BaseModel):
     traces: int
     turns: int
     review_items: int
+    recalls: int = 0
     strict: bool
     audit_kept: bool = True
 
@@ -188,16 +189,21 @@ class Lifecycle:
             self._audit(memory, states.get(memory.memory_id) or MemoryState(memory_id=memory.memory_id),
                         "erased", actor)
         self._store.delete_memories(ids)
-        turns = review = 0
+        turns = review = recalls = 0
         if partition is not None:
+            key = partition_key(partition.character_id, partition.user_id)
             turns = self._store.delete_turns(partition)
-            review = self._ledger.forget_partition(partition_key(partition.character_id, partition.user_id))
+            review = self._ledger.forget_partition(key)
+            recalls = self._ledger.forget_recalls(key)
+        else:
+            for owner in {(m.character_id, m.user_id) for m in memories}:
+                recalls += self._ledger.forget_recalls(partition_key(*owner), ids)
         if strict:
             self._ledger.drop_names(ids)
         return ErasureReceipt(
             memories=tuple(m.memory_id for m in memories if m.kind == "turn"),
             facts=tuple(m.memory_id for m in memories if m.kind == "fact"),
-            traces=len(traces), turns=turns, review_items=review, strict=strict,
+            traces=len(traces), turns=turns, review_items=review, recalls=recalls, strict=strict,
         )
 
     # -- the nightly sweep and the review queue -----------------------------------------------------------

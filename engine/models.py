@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
 
 REGISTERS: tuple[str, ...] = (
     "grief",
@@ -76,7 +76,8 @@ class Partition(Frozen):
 Scope = Literal["user", "canon", "shared"]
 """Memory levels, narrowest first: one user with one character; the character's canon; the organisation's."""
 
-RecordKind = Literal["turn", "fact"]
+RecordKind = Literal["turn", "fact", "record"]
+"""turn: a user turn. fact: an atomic fact. record: a durable document (a character's canon lore), whole."""
 Status = Literal["active", "provisional", "revoked", "archived"]
 """active: in recall. provisional: waiting for review, out of recall. revoked: superseded or rejected, out of
 recall for good. archived: decayed into the cold archive, out of everyday recall, restorable."""
@@ -285,14 +286,50 @@ class RecallTrace(Frozen):
     timings_ms: dict[str, float]
     profile_version: int
     notes: tuple[str, ...] = ()
+    context: ContextTrace | None = None
+
+
+class ContextTrace(Frozen):
+    """What the character was shown on one turn, and why: enough to answer "what did it see" later."""
+
+    tokenizer: str = Field(description="what counted the tokens")
+    budget_tokens: int = Field(description="the whole budget: Path A first, Path B fills the rest")
+    prefix_tokens: int
+    tone_tokens: int
+    tail_tokens: int
+    prefix_sha256: str = Field(description="the stable prefix's hash: equal across turns when Path A is unchanged")
+    pins: tuple[str, ...] = Field(description="canon records injected whole, in priority order")
+    pins_truncated: tuple[str, ...] = Field(description="oversized pins cut at a paragraph boundary")
+    facts: tuple[str, ...] = Field(description="the user's current facts injected")
+    standing_rules: int
+    tone_constraints: int
+    memories: tuple[str, ...] = Field(description="recalled memories injected, in rank order")
+    memories_dropped: tuple[str, ...] = Field(description="recalled memories left out for the budget, lowest first")
+    over_budget: bool = Field(description="Path A alone exceeded the budget (it is never dropped)")
 
 
 class AssembledContext(Frozen):
-    system: str = Field(description="goes into the character's system message: tone constraints and standing rules")
-    tail: str = Field(description="goes beside the user's message: the recalled memories")
+    """Three strings, kept apart by type. ``prefix`` (Path A: canon, the user's facts, standing rules) is
+    byte-stable across turns while none of that changes, so provider prompt caches stay warm; ``tone`` (this
+    turn's tone constraints) follows it in the system message; ``tail`` (the memories) goes beside the user's
+    message. Semantic results never enter the prefix."""
+
+    # Output only: reading one back (the typed client does) ignores the computed ``system``.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    prefix: str = Field(description="the stable system prefix: Path A")
+    tone: str = Field(description="this turn's tone constraints: the system message after the prefix")
+    tail: str = Field(description="the recalled memories: beside the user's message")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def system(self) -> str:
+        """The whole system message: the stable prefix, then this turn's tone constraints."""
+        return "\n\n".join(part for part in (self.prefix, self.tone) if part)
 
 
 class RecallResult(Frozen):
+    recall_id: str = Field(default="", description="look the turn up later: GET /v1/recalls/{recall_id}")
     memories: tuple[RecalledMemory, ...]
     tone_constraints: tuple[ToneConstraint, ...] = Field(description="from this turn's recalled memories")
     standing_rules: tuple[ToneConstraint, ...] = Field(description="in force whatever was recalled")

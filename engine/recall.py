@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -35,7 +36,8 @@ from engine.ports import Embedder, MemoryStore
 from engine.scopes import CANON, partition_for, visible
 from engine.text import matched_anchors, terms
 from engine.tuning import ProfileSource, TuningProfile
-from prompts.context import assemble
+from prompts.context import Budget, assemble
+from prompts.tokens import TokenCounter, default_counter
 from prompts.wording import tone_instruction
 from scoring import strength as strength_kernel
 from scoring.mmr import mmr
@@ -94,8 +96,10 @@ def strengths(
 
 class Recaller:
     def __init__(
-        self, *, store: MemoryStore, embedder: Embedder, profiles: ProfileSource, clock: Callable[[], datetime]
+        self, *, store: MemoryStore, embedder: Embedder, profiles: ProfileSource, clock: Callable[[], datetime],
+        counter: TokenCounter | None = None,
     ) -> None:
+        self._counter = counter or default_counter()
         self._store = store
         self._embedder = embedder
         self._profiles = profiles
@@ -159,7 +163,14 @@ class Recaller:
         tone_constraints, standing_rules, standing_count = self._tone(
             partition, {memory.memory_id for memory, _, _ in toned}, now, exclude, profile
         )
-        context = assemble(recalled, tone_constraints, standing_rules, now=now)
+        pins, facts = self._path_a(query.character_id, query.user_id, now)
+        in_prefix = {m.memory_id for m in (*pins, *facts)}
+        context, context_trace = assemble(
+            pins=pins, facts=facts, standing_rules=standing_rules, tone_constraints=tone_constraints,
+            memories=[m for m in recalled if m.memory_id not in in_prefix], now=now,
+            budget=Budget(total_tokens=profile.context.budget_tokens, max_pin_tokens=profile.context.max_pin_tokens),
+            counter=self._counter,
+        )
         timings["tone_and_context_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 
@@ -175,16 +186,38 @@ class Recaller:
             timings_ms={k: round(v, 3) for k, v in timings.items()},
             profile_version=profile.version,
             notes=tuple(notes),
+            context=context_trace,
         )
         if mode != "hybrid":
             log.warning("recall answered in %s mode for %s/%s", mode, query.character_id, query.user_id)
         return RecallResult(
+            recall_id="rc_" + uuid.uuid4().hex,
             memories=tuple(recalled),
             tone_constraints=tone_constraints,
             standing_rules=standing_rules,
             context=context,
             trace=trace,
         )
+
+    def _path_a(self, character_id: str, user_id: str, now: datetime) -> tuple[list[Memory], list[Memory]]:
+        """Path A's records, by exact lookup (no search): the character's canon (pinned canon records, then the
+        current canon facts) and the user's current facts. Nothing later than ``now``."""
+        canon = partition_for("canon", character_id)
+        canon_memories: list[Memory] = []
+        offset = 0
+        while page := self._store.list_memories(canon, offset=offset, limit=500):
+            canon_memories.extend(page)
+            offset += len(page)
+        canon_memories = [m for m in canon_memories if m.created_at <= now]
+        states = self._store.get_states([m.memory_id for m in canon_memories])
+        pinned = [m for m in canon_memories if (s := states.get(m.memory_id)) is not None and s.pinned
+                  and s.status == "active"]
+        canon_facts = [m for m in current([m for m in canon_memories if m.kind == "fact"], states).values()
+                       if m.memory_id not in {p.memory_id for p in pinned}]
+        canon_facts.sort(key=lambda m: (m.created_at, m.memory_id))
+        mine = [f for f in self._store.list_facts(partition_for("user", character_id, user_id)) if f.created_at <= now]
+        facts = list(current(mine, self._store.get_states([f.memory_id for f in mine])).values())
+        return [*sorted(pinned, key=lambda m: (m.created_at, m.memory_id)), *canon_facts], facts
 
     def _current_facts_only(
         self, character_id: str, candidates: list[Candidate], memories: dict[str, Memory],
@@ -381,7 +414,10 @@ class Recaller:
                 selected_episodes.add(int(episode[i]))
         is_selected = np.array([int(episode[i]) in selected_episodes for i in leads], dtype=bool)
         decayed = salience[leads] < tone.standing_rule_salience
-        standing_leads = leads[decayed & ~is_selected]
+        # A decayed episode is a standing rule whether or not this turn recalled it: the standing rules live in
+        # the stable prefix, which must not depend on the turn's message.
+        is_selected &= ~decayed
+        standing_leads = leads[decayed]
         # The system message stays bounded: the most intense standing episodes (then the most recent) win.
         standing_leads = standing_leads[np.lexsort((ages[standing_leads], -intensity[standing_leads]))]
         standing_leads = standing_leads[: tone.max_standing_rules]
@@ -429,7 +465,7 @@ class Recaller:
                     register=lead_trace.register,
                     anchors=anchors,
                     instruction=tone_instruction(lead_trace.register, anchors, text=lead_memory.text,
-                                                 age_days=age, standing=standing),
+                                                 age_days=age, standing=standing, said_at=lead_memory.created_at),
                     source_memory_ids=tuple(m.memory_id for m, _, _ in ordered),
                     standing=standing,
                     intensity=lead_trace.intensity,

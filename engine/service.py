@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -10,7 +11,7 @@ from datetime import UTC, datetime
 from engine.errors import NotFound
 from engine.facts import Actor, FactService, FactWrite
 from engine.ingest import Ingestor
-from engine.ledger import Ledger, ReviewItem
+from engine.ledger import Ledger, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
 from engine.models import (
     CloseReport,
@@ -23,6 +24,7 @@ from engine.models import (
     RecallResult,
     Scope,
     Source,
+    StrengthSignals,
     Trace,
     Turn,
 )
@@ -128,9 +130,17 @@ class Engine:
 
     def recall(self, query: RecallQuery) -> RecallResult:
         result = self._recaller.recall(query)
-        self.lifecycle.note_retrieved([m.memory_id for m in result.memories], query.message,
-                                      query.at or self.clock())
+        at = query.at or self.clock()
+        self.lifecycle.note_retrieved([m.memory_id for m in result.memories], query.message, at)
+        # The recall log: "what did the character actually see on that turn" is answerable later by id.
+        self.ledger.record_recall(result.recall_id, partition_key(query.character_id, query.user_id), at,
+                                  result.model_dump_json())
         return result
+
+    def recall_record(self, recall_id: str, partition: Partition) -> RecallResult:
+        """A past turn's recall, as it was returned; NotFound unless it was ``partition``'s."""
+        return RecallResult.model_validate_json(
+            self.ledger.recall(recall_id, partition_key(partition.character_id, partition.user_id)))
 
     # -- facts, lifecycle ---------------------------------------------------------------------------------
 
@@ -139,6 +149,33 @@ class Engine:
         with self._write_lock:
             return self.facts.write(fact, scope=scope, character_id=character_id, user_id=user_id, actor=actor,
                                     source=source, at=at or self.clock())
+
+    def write_canon(self, character_id: str, record_id: str, text: str, *, actor: str,
+                    at: datetime | None = None) -> Memory:
+        """A canon record (the character's own lore), stored whole and pinned: Path A injects it every turn.
+        Writing the same id again replaces its text."""
+        partition = partition_for("canon", character_id)
+        memory = Memory(memory_id="c_" + hashlib.blake2b(f"{character_id}\x1f{record_id}".encode(),
+                                                        digest_size=12).hexdigest(),
+                        turn_id="", session_id="", character_id=partition.character_id, user_id=partition.user_id,
+                        text=text, created_at=at or self.clock(), kind="record", scope="canon")
+        with self._write_lock:
+            found = self.store.get_memories([memory.memory_id])
+            if found and found[0].text == text:
+                return found[0]
+            if found:
+                self.store.delete_memories([memory.memory_id])
+            try:
+                vectors = self.embedder.embed([text])
+            except Exception as exc:  # stored lexical-only; the background backfill embeds it later
+                log.warning("embedder failed writing a canon record; stored without a vector: %s", exc)
+                vectors = None
+            self.store.add_memories([memory], vectors)
+            self.store.put_states([MemoryState(memory_id=memory.memory_id, pinned=True, changed_at=memory.created_at,
+                                               signals=StrengthSignals(source="director"))])
+            self.ledger.record(memory.memory_id, partition_key(partition.character_id, partition.user_id),
+                               "canon_written", at=memory.created_at, actor=actor, status="active")
+        return memory
 
     def list_facts(self, scope: Scope, character_id: str, user_id: str | None) -> list[tuple[Memory, MemoryState]]:
         partition = partition_for(scope, character_id, user_id)

@@ -142,6 +142,18 @@ class ScopeParams(_Params):
     )
 
 
+class ContextParams(_Params):
+    """What the character is told each turn, in tokens of the character's model (``prompts.context``)."""
+
+    budget_tokens: int = Field(
+        default=1500, ge=50, le=200_000,
+        description="prefix, tone constraints and memories together; Path A first, Path B fills the rest",
+    )
+    max_pin_tokens: int = Field(
+        default=400, ge=20, le=100_000, description="a canon record longer than this is cut at a paragraph"
+    )
+
+
 class TuningProfile(_Params):
     """All tunable constants of one character. ``version`` grows with every saved change."""
 
@@ -153,6 +165,7 @@ class TuningProfile(_Params):
     write: WriteParams = WriteParams()
     strength: StrengthParams = StrengthParams()
     scopes: ScopeParams = ScopeParams()
+    context: ContextParams = ContextParams()
 
 
 class ProfileSource:

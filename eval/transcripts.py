@@ -710,7 +710,7 @@ def check_probe(probe: Probe, recall: RecallResult) -> tuple[str, ...]:
     failures: list[str] = []
     in_force = recall.tone_in_force
     texts = [memory.text for memory in recall.memories]
-    context = f"{recall.context.system}\n{recall.context.tail}"
+    context = "\n".join((recall.context.prefix, recall.context.tone, recall.context.tail))
 
     for index, tone in enumerate(probe.tone):
         if not any(_tone_matches(tone, constraint) for constraint in in_force):

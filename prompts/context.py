@@ -1,42 +1,149 @@
-"""Assemble what the character is told: a system part (tone rules) and a context tail (the memories).
+"""Assemble what the character is told, along two paths (seed 000, "Two paths into every agent run").
 
-The two are kept apart on purpose: tone rules belong in the system message, recalled memories beside the
-user's message. Standing rules come first because they change least (which keeps provider prompt caches warm).
+- **Path A, exact, every turn, never dropped:** the character's canon (pinned canon records and canon facts,
+  read whole from their durable records), the user's current facts, and the standing tone rules. Rendered
+  compactly in a fixed order from nothing that depends on the turn's message or time, so the same character,
+  user, pins, facts and rules give a byte-identical ``prefix`` (provider prompt caches stay warm).
+- **Path B, per turn:** this turn's tone constraints (``tone``, after the prefix in the system message) and the
+  reranked memories (``tail``, beside the user's message), whole items in rank order, filling what the budget
+  leaves. The lowest-ranked whole memory drops first.
+
+Budgets are tokens, counted on the joined text with a real tokenizer (``prompts.tokens``). Canon goes in
+priority order and is never cut mid-record; a single pin larger than ``max_pin_tokens`` is cut at a paragraph
+boundary and flagged. Memories are laid out with the most important at the edges (Liu et al., "Lost in the
+Middle"): first, last, second, second to last, and so on.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from engine.models import AssembledContext, RecalledMemory, ToneConstraint
+from engine.models import AssembledContext, ContextTrace, Memory, RecalledMemory, ToneConstraint
+from prompts.tokens import TokenCounter, cut_at_paragraph, fit
 from prompts.wording import (
+    CANON_HEADER,
+    FACTS_HEADER,
     MEMORY_LINE,
     MEMORY_LINE_WITH_CONTEXT,
-    SYSTEM_HEADER,
+    STANDING_HEADER,
     TAIL_HEADER,
+    TONE_HEADER,
+    TRUNCATED_MARK,
     age_in_words,
     quote,
 )
 
+# The order the user's facts are listed in: what can hurt first (allergies, diet), then who and where they are.
+FACT_ORDER = ("allergy", "diet", "name", "lives_in", "hometown", "works_at", "occupation", "birthday", "routine",
+              "opinion")
+
+
+@dataclass(frozen=True)
+class Budget:
+    total_tokens: int
+    max_pin_tokens: int
+
+
+def edges_first(count: int) -> list[int]:
+    """Positions for ranks 0..count-1 so the best sit at the edges: ranks 0, 2, 4, ... from the top, then
+    ..., 5, 3, 1 up from the bottom."""
+    front = list(range(0, count, 2))
+    back = list(range(1, count, 2))
+    return front + back[::-1]
+
+
+def _section(header: str, lines: Sequence[str]) -> str:
+    return "\n".join([header, *lines]) if lines else ""
+
+
+def _join(parts: Sequence[str]) -> str:
+    return "\n\n".join(part for part in parts if part)
+
+
+def _fact_key(fact: Memory) -> tuple[int, str, str]:
+    relation = fact.fact.relation if fact.fact else ""
+    order = FACT_ORDER.index(relation) if relation in FACT_ORDER else len(FACT_ORDER)
+    return order, fact.fact.subject if fact.fact else "", fact.text
+
+
+def _memory_line(memory: RecalledMemory, now: datetime) -> str:
+    age = age_in_words((now - memory.created_at).total_seconds() / 86400.0)
+    age = age[:1].upper() + age[1:]
+    if memory.kind == "fact":
+        return f"- {memory.text}"
+    if memory.context:
+        return MEMORY_LINE_WITH_CONTEXT.format(age=age, context=quote(memory.context), text=quote(memory.text))
+    return MEMORY_LINE.format(age=age, text=quote(memory.text))
+
 
 def assemble(
-    memories: Sequence[RecalledMemory],
-    tone_constraints: Sequence[ToneConstraint],
-    standing_rules: Sequence[ToneConstraint],
     *,
+    pins: Sequence[Memory],
+    facts: Sequence[Memory],
+    standing_rules: Sequence[ToneConstraint],
+    tone_constraints: Sequence[ToneConstraint],
+    memories: Sequence[RecalledMemory],
     now: datetime,
-) -> AssembledContext:
-    rules = [*standing_rules, *tone_constraints]
-    system = "\n".join([SYSTEM_HEADER, *(f"- {rule.instruction}" for rule in rules)]) if rules else ""
-    lines = []
-    for memory in memories:
-        age = age_in_words((now - memory.created_at).total_seconds() / 86400.0)
-        age = age[:1].upper() + age[1:]
-        if memory.context:
-            lines.append(MEMORY_LINE_WITH_CONTEXT.format(age=age, context=quote(memory.context),
-                                                         text=quote(memory.text)))
-        else:
-            lines.append(MEMORY_LINE.format(age=age, text=quote(memory.text)))
-    tail = "\n".join([TAIL_HEADER, *lines]) if lines else ""
-    return AssembledContext(system=system, tail=tail)
+    budget: Budget,
+    counter: TokenCounter,
+) -> tuple[AssembledContext, ContextTrace]:
+    """``pins`` in priority order; ``facts`` in any order (they are sorted); ``memories`` in rank order."""
+    # -- Path A: whole records, fixed order, nothing from this turn --------------------------------------
+    pin_texts: list[str] = []
+    truncated: list[str] = []
+    for pin in pins:
+        text = pin.text.strip()
+        if counter.count(text) > budget.max_pin_tokens:
+            text, cut = cut_at_paragraph(text, budget.max_pin_tokens, counter)
+            if cut:
+                truncated.append(pin.memory_id)
+                text = f"{text}\n{TRUNCATED_MARK}" if text else TRUNCATED_MARK
+        pin_texts.append(text)
+    ordered_facts = sorted(facts, key=_fact_key)
+    prefix = _join([
+        _section(CANON_HEADER, pin_texts),
+        _section(FACTS_HEADER, [f"- {fact.text}" for fact in ordered_facts]),
+        _section(STANDING_HEADER, [f"- {rule.instruction}" for rule in standing_rules]),
+    ])
+    prefix_tokens = counter.count(prefix)
+
+    # -- Path B: tone constraints, then whole memories in rank order, within what is left --------------
+    remaining = max(budget.total_tokens - prefix_tokens, 0)
+    tone_lines = [f"- {rule.instruction}" for rule in tone_constraints]
+    kept_rules = fit([TONE_HEADER, *tone_lines], remaining, counter) - 1 if tone_lines else 0
+    tone = _section(TONE_HEADER, tone_lines[: max(kept_rules, 0)])
+    tone_tokens = counter.count(tone)
+    remaining = max(remaining - tone_tokens, 0)
+
+    lines = [_memory_line(memory, now) for memory in memories]
+    kept = 0
+    if lines:
+        # Whole memories in rank order while the joined tail fits; the layout below does not change the count
+        # of lines, so the check is made on the tail as it will be emitted.
+        for n in range(len(lines), 0, -1):
+            order = edges_first(n)
+            if counter.count(_section(TAIL_HEADER, [lines[i] for i in order])) <= remaining:
+                kept = n
+                break
+    tail = _section(TAIL_HEADER, [lines[i] for i in edges_first(kept)])
+    context = AssembledContext(prefix=prefix, tone=tone, tail=tail)
+    trace = ContextTrace(
+        tokenizer=counter.name,
+        budget_tokens=budget.total_tokens,
+        prefix_tokens=prefix_tokens,
+        tone_tokens=tone_tokens,
+        tail_tokens=counter.count(tail),
+        prefix_sha256=hashlib.sha256(prefix.encode()).hexdigest(),
+        pins=tuple(pin.memory_id for pin in pins),
+        pins_truncated=tuple(truncated),
+        facts=tuple(fact.memory_id for fact in ordered_facts),
+        standing_rules=len(standing_rules),
+        tone_constraints=max(kept_rules, 0),
+        memories=tuple(memory.memory_id for memory in memories[:kept]),
+        memories_dropped=tuple(memory.memory_id for memory in reversed(memories[kept:])),
+        over_budget=prefix_tokens > budget.total_tokens,
+    )
+    return context, trace

@@ -6,6 +6,7 @@ Placeholders: {age} ("nine days ago"), {anchors} ("Luna, dog and park"), {quote}
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 TONE_TEMPLATES: dict[str, str] = {
     "grief": (
@@ -29,11 +30,17 @@ TONE_TEMPLATES: dict[str, str] = {
 DEFAULT_TONE_TEMPLATE = (
     'A painful moment: {age} the user said: "{quote}" Be careful and gentle about {anchors}.'
 )
-STANDING_PREFIX = "Standing rule (in force every turn): "
 UNNAMED_TOPIC = "what they shared"
 
 SYSTEM_HEADER = "How to speak with this user, from what you remember of them:"
-TAIL_HEADER = "Things you remember from earlier conversations with this user (most relevant first):"
+CANON_HEADER = "Who you are (your canon; it always holds):"
+FACTS_HEADER = "What you know about this user (current facts):"
+STANDING_HEADER = "Standing rules for speaking with this user (in force every turn):"
+TONE_HEADER = "For this turn, from what just came up:"
+TAIL_HEADER = (
+    "Things you remember from earlier conversations with this user (the most relevant come first and last):"
+)
+TRUNCATED_MARK = "[…cut here: the rest of this record did not fit]"
 MEMORY_LINE = '- {age}, they said: "{text}"'
 MEMORY_LINE_WITH_CONTEXT = '- {age}, when you said "{context}", they said: "{text}"'
 MAX_QUOTE_CHARS = 240
@@ -78,8 +85,16 @@ def quote(text: str) -> str:
     return flat if len(flat) <= MAX_QUOTE_CHARS else flat[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
 
 
-def tone_instruction(register: str, anchors: Sequence[str], *, text: str, age_days: float, standing: bool) -> str:
+def date_in_words(when: datetime) -> str:
+    """An absolute date ("on 2 March 2025"): standing rules use it so their wording does not change daily."""
+    return f"on {when.day} {when.strftime('%B %Y')}"
+
+
+def tone_instruction(register: str, anchors: Sequence[str], *, text: str, age_days: float, standing: bool,
+                     said_at: datetime | None = None) -> str:
+    """A tone rule's wording. A standing rule names the date it comes from (``said_at``) rather than an age,
+    so it reads the same every turn and the stable prefix stays byte-identical."""
     template = TONE_TEMPLATES.get(register, DEFAULT_TONE_TEMPLATE)
-    age = age_in_words(age_days)
+    age = date_in_words(said_at) if standing and said_at is not None else age_in_words(age_days)
     body = template.format(age=age[:1].upper() + age[1:], anchors=anchor_phrase(anchors), quote=quote(text))
-    return STANDING_PREFIX + body if standing else body
+    return body

@@ -117,7 +117,8 @@ def usage_boost(retrievals: Counts, query_kinds: Counts, params: StrengthParams)
     r = np.maximum(np.asarray(retrievals, dtype=np.float64), 0.0)
     q = np.maximum(np.asarray(query_kinds, dtype=np.float64), 0.0)
     boost = 1.0 + params.retrieval_gain * np.log1p(r) + params.query_kind_gain * np.log1p(q)
-    return np.minimum(boost, params.max_usage_boost)
+    capped: F64 = np.minimum(boost, params.max_usage_boost)
+    return capped
 
 
 def strength_components(

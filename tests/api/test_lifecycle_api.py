@@ -160,3 +160,26 @@ def test_the_review_queue_over_http(api: Api) -> None:
                                json={"decision": "reverted"}, headers=api.as_("admin"))
     assert reverted.json()["decision"] == "reverted"
     assert not any("Porto" in m["text"] for m in api.recall("u1", "where is the studio"))
+
+
+def test_canon_records_and_the_recall_log_over_http(api: Api) -> None:
+    lore = {"text": "Ava grew up in Galway.\n\nShe still misses the sea."}
+    assert api.client.put("/v1/characters/ava/canon/childhood", json=lore,
+                          headers=api.as_("runtime")).status_code == 403
+    written = api.client.put("/v1/characters/ava/canon/childhood", json=lore, headers=api.as_("director"))
+    assert written.status_code == 200 and written.json()["state"]["pinned"] is True
+    api.say("u1", ["We walked in the park every morning."])
+    response = api.client.post("/v1/recall", headers=api.as_("runtime"), json={
+        "character_id": "ava", "user_id": "u1", "message": "a walk in the park"})
+    result = response.json()
+    assert result["context"]["prefix"].count("She still misses the sea.") == 1
+    assert result["context"]["system"].startswith(result["context"]["prefix"])
+
+    where = {"character_id": "ava", "user_id": "u1"}
+    logged = api.client.get(f"/v1/recalls/{result['recall_id']}", params=where, headers=api.as_("evaluator"))
+    assert logged.status_code == 200 and logged.json() == result
+    # Another user, or another organisation, gets 404, never the turn.
+    assert api.client.get(f"/v1/recalls/{result['recall_id']}", params={**where, "user_id": "u2"},
+                          headers=api.as_("runtime")).status_code == 404
+    assert api.client.get(f"/v1/recalls/{result['recall_id']}", params=where,
+                          headers=api.as_("runtime", org="other")).status_code == 404

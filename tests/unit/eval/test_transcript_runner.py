@@ -133,7 +133,7 @@ def recall_result(
         memories=tuple(memories),
         tone_constraints=tuple(tone_constraints),
         standing_rules=tuple(standing_rules),
-        context=AssembledContext(system=system, tail=tail),
+        context=AssembledContext(prefix=system, tone="", tail=tail),
         trace=RecallTrace(
             mode="hybrid",
             legs=(Leg.VECTOR, Leg.LEXICAL),
