@@ -41,6 +41,21 @@ FACT_ORDER = ("allergy", "diet", "name", "lives_in", "hometown", "works_at", "oc
               "opinion")
 
 
+_PREFIX_TOKENS: dict[tuple[str, str], int] = {}
+_PREFIX_CACHE_SIZE = 4096
+
+
+def _prefix_tokens(prefix: str, counter: TokenCounter) -> int:
+    """The prefix is byte-stable across turns, so its count is too: counted once, then remembered."""
+    key = (counter.name, prefix)
+    found = _PREFIX_TOKENS.get(key)
+    if found is None:
+        if len(_PREFIX_TOKENS) >= _PREFIX_CACHE_SIZE:
+            _PREFIX_TOKENS.clear()
+        found = _PREFIX_TOKENS[key] = counter.count(prefix)
+    return found
+
+
 @dataclass(frozen=True)
 class Budget:
     total_tokens: int
@@ -108,7 +123,7 @@ def assemble(
         _section(FACTS_HEADER, [f"- {fact.text}" for fact in ordered_facts]),
         _section(STANDING_HEADER, [f"- {rule.instruction}" for rule in standing_rules]),
     ])
-    prefix_tokens = counter.count(prefix)
+    prefix_tokens = _prefix_tokens(prefix, counter)
 
     # -- Path B: tone constraints, then whole memories in rank order, within what is left --------------
     remaining = max(budget.total_tokens - prefix_tokens, 0)
@@ -119,13 +134,14 @@ def assemble(
     remaining = max(remaining - tone_tokens, 0)
 
     lines = [_memory_line(memory, now) for memory in memories]
-    kept = 0
+    kept = tail_count = 0
     if lines:
         # Whole memories in rank order while the joined tail fits; the layout below does not change the count
         # of lines, so the check is made on the tail as it will be emitted.
         for n in range(len(lines), 0, -1):
             order = edges_first(n)
-            if counter.count(_section(TAIL_HEADER, [lines[i] for i in order])) <= remaining:
+            tail_count = counter.count(_section(TAIL_HEADER, [lines[i] for i in order]))
+            if tail_count <= remaining:
                 kept = n
                 break
     tail = _section(TAIL_HEADER, [lines[i] for i in edges_first(kept)])
@@ -135,7 +151,7 @@ def assemble(
         budget_tokens=budget.total_tokens,
         prefix_tokens=prefix_tokens,
         tone_tokens=tone_tokens,
-        tail_tokens=counter.count(tail),
+        tail_tokens=tail_count if kept else counter.count(tail),
         prefix_sha256=hashlib.sha256(prefix.encode()).hexdigest(),
         pins=tuple(pin.memory_id for pin in pins),
         pins_truncated=tuple(truncated),

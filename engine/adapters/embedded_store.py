@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_partition ON memories (character_id, user_id, seq);
 CREATE INDEX IF NOT EXISTS memories_session ON memories (session_id, seq);
 CREATE INDEX IF NOT EXISTS memories_unembedded ON memories (seq) WHERE vector IS NULL;
+CREATE INDEX IF NOT EXISTS memories_facts ON memories (character_id, user_id, seq) WHERE kind = 'fact';
 CREATE TABLE IF NOT EXISTS traces (
     memory_id TEXT PRIMARY KEY,
     character_id TEXT NOT NULL,
