@@ -21,12 +21,15 @@ serve: $(STAMP)
 # progress) and cached under $FELTSENSE_CACHE_DIR or ~/.cache/feltsense; pytest starts and stops it itself.
 # The redis-server for the tests marked `redis` is Debian's package, installed with apt-get when missing (as root,
 # as in CI); pytest starts it on a free loopback port and stops it itself.
+# The tests marked `browser` drive Debian's chromium through Playwright (never `playwright install`); it is installed
+# with apt-get when missing (with sudo unless root).
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m tests.servers.weaviate build
 	$(BIN)/python -m tests.servers.redis ensure
+	command -v chromium >/dev/null || { S=$$([ "$$(id -u)" = 0 ] || echo sudo); $$S apt-get update && $$S apt-get install -y chromium; }
 	$(BIN)/python -m pytest -v  # -v: the log shows each backend's contract tests by name
 
 clean:

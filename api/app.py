@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from litestar import Litestar, Request, Response, get, post
@@ -25,7 +26,8 @@ from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
 from api.security import authenticator, require
 from api.tenancy import scope_query, scope_turn, unscope_result
-from api.tuning import tuning_routes
+from api.tuning import default_transcript_dirs, tuning_routes
+from api.tuning_page import tuning_page
 from engine.errors import (
     BackendRejected,
     BackendUnavailable,
@@ -196,12 +198,15 @@ async def readyz(engine: Engine, jobs: JobQueue | None) -> Response[Any]:
 
 def create_app(
     engine: Engine, *, keys: KeyStore, tuning: TuningStore | None = None, retry_interval_s: float = 30.0,
-    jobs: JobQueue | None = None,
+    jobs: JobQueue | None = None, transcript_dirs: Sequence[Path] | None = None,
 ) -> Litestar:
     """The app over one engine. Every request authenticates with a key from ``keys``; tuning endpoints need a
     persistent ``tuning`` store. The background pass (vector backfill, pending traces) runs every
     ``retry_interval_s``. With ``jobs``, closing a session queues its write-time pass there (202; the app enters
-    the queue for its lifetime); without, the close runs it in the request (200 with the CloseReport)."""
+    the queue for its lifetime); without, the close runs it in the request (200 with the CloseReport). The tuning
+    page offers the transcripts in ``transcript_dirs`` (default: the checkout's tests/transcripts and the shared
+    examples) for replay."""
+    dirs = tuple(default_transcript_dirs() if transcript_dirs is None else transcript_dirs)
 
     @contextlib.asynccontextmanager
     async def retry_pending(app: Litestar) -> AsyncIterator[None]:
@@ -229,12 +234,13 @@ def create_app(
 
     return Litestar(
         route_handlers=[ingest_turns, close_session if jobs is None else enqueue_close, recall, healthz, readyz,
-                        *memory_routes, *tuning_routes, *lifecycle_routes],
+                        *memory_routes, *tuning_routes, *lifecycle_routes, tuning_page],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=False),
             "tuning": Provide(lambda: tuning, use_cache=True, sync_to_thread=False),
             "jobs": Provide(lambda: jobs, use_cache=True, sync_to_thread=False),
+            "transcript_dirs": Provide(lambda: dirs, use_cache=True, sync_to_thread=False),
         },
         exception_handlers={
             ValidationException: _validation_problem,

@@ -52,12 +52,12 @@ def list_memories(
             character_id=character_id, user_id=user_id, message=q, include_current_session=True,
             limit=min(limit, 40),
         )))
+        # Recall only returns what this user may see: their own memories, the canon and the shared level.
         found = {m.memory_id: m.trace for m in result.memories}
-        items = [
-            MemoryView(memory=unscope_memory(principal.org, memory), trace=found[memory.memory_id])
-            for memory, _ in (engine.memory(mid, scope_partition(principal.org, character_id, user_id))
-                              for mid in found)
-        ]
+        states = engine.states(list(found))
+        items = [MemoryView(memory=unscope_memory(principal.org, memory), trace=found[memory.memory_id],
+                            state=states[memory.memory_id])
+                 for memory in engine.store.get_memories(list(found))]
         return MemoryPage(items=items, offset=0, limit=limit, next_offset=None)
     page = engine.memories(scope_partition(principal.org, character_id, user_id), offset=offset, limit=limit)
     states = engine.states([m.memory_id for m, _ in page])

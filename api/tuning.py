@@ -1,27 +1,65 @@
-"""Tuning endpoints for creative directors: read, change (validated, versioned) and see the history."""
+"""Tuning endpoints for creative directors: read, check, try (replay a transcript), change (validated, versioned)
+and see the history. The tuning page (``api.tuning_page``) is a client of these and nothing more."""
 
 from __future__ import annotations
 
-from litestar import get, put
-from litestar.exceptions import ServiceUnavailableException
+from pathlib import Path
+
+from litestar import get, post, put
+from litestar.exceptions import ServiceUnavailableException, ValidationException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal, scoped, unscoped
 from api.security import require
 from engine.models import Identifier
-from engine.tuning import RetrievalParams, ScoringParams, ToneParams, TuningProfile, WriteParams
+from engine.recall import strength_params
+from engine.replay import ReplayComparison, TranscriptInvalid, compare_profiles, parse_transcript
+from engine.service import Engine
+from engine.tuning import (
+    ContextParams,
+    RetrievalParams,
+    ScopeParams,
+    ScoringParams,
+    StrengthParams,
+    ToneParams,
+    TuningProfile,
+    WriteParams,
+)
 from engine.tuning_store import TuningStore, TuningVersion
 
+MAX_TRANSCRIPT_CHARS = 500_000
+MAX_LISTED_TRANSCRIPT_BYTES = 256 * 1024
+TRANSCRIPT_SUFFIXES = (".yaml", ".yml")
 
-class TuningUpdate(BaseModel):
-    """A new profile for a character; every section left out keeps the defaults."""
+
+class TuningSections(BaseModel):
+    """A character's tunable sections; every section left out keeps the defaults."""
 
     model_config = ConfigDict(extra="forbid")
     retrieval: RetrievalParams = RetrievalParams()
     scoring: ScoringParams = ScoringParams()
     tone: ToneParams = ToneParams()
     write: WriteParams = WriteParams()
+    strength: StrengthParams = StrengthParams()
+    scopes: ScopeParams = ScopeParams()
+    context: ContextParams = ContextParams()
+
+
+class TuningUpdate(TuningSections):
+    """A new profile for a character, with why it changed."""
+
     note: str = Field(default="", max_length=2000, description="why: kept in the history")
+
+
+class ReplayRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    profile: TuningSections = Field(description="the proposed profile, compared with the character's saved one")
+    transcript: str = Field(min_length=1, max_length=MAX_TRANSCRIPT_CHARS, description="a format 1 transcript")
+
+
+class TranscriptFile(BaseModel):
+    name: str
+    text: str
 
 
 def _store(tuning: TuningStore | None) -> TuningStore:
@@ -32,6 +70,23 @@ def _store(tuning: TuningStore | None) -> TuningStore:
 
 def _public(org: str, profile: TuningProfile) -> TuningProfile:
     return profile.model_copy(update={"character_id": unscoped(org, profile.character_id)})
+
+
+def _profile(character_id: str, data: TuningSections, *, field_prefix: str = "") -> TuningProfile:
+    """The profile ``data`` describes, refused (422) when recall would refuse it.
+
+    The scoring kernels check a little more than the profile's fields (``fast_weight`` must stay below 1 so
+    decay keeps a tail); such a profile must fail here, not at the character's next recall.
+    """
+    profile = TuningProfile(character_id=character_id, retrieval=data.retrieval, scoring=data.scoring, tone=data.tone,
+                            write=data.write, strength=data.strength, scopes=data.scopes, context=data.context)
+    try:
+        strength_params(profile)
+    except ValueError as exc:
+        name = str(exc).split(" ", 1)[0]
+        field = f"{field_prefix}strength.{name}"
+        raise ValidationException(f"invalid value for {field}", extra=[{"key": field, "message": str(exc)}]) from exc
+    return profile
 
 
 @get("/v1/characters/{character_id:str}/tuning", sync_to_thread=True, summary="A character's tuning profile")
@@ -46,10 +101,37 @@ def put_tuning(
     character_id: Identifier, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
 ) -> TuningProfile:
     require(principal, "director")
-    profile = TuningProfile(character_id=scoped(principal.org, character_id), retrieval=data.retrieval,
-                            scoring=data.scoring, tone=data.tone, write=data.write)
+    profile = _profile(scoped(principal.org, character_id), data)
     saved = _store(tuning).save(profile, author=f"{principal.role}:{principal.key_id}", note=data.note)
     return _public(principal.org, saved)
+
+
+@post("/v1/characters/{character_id:str}/tuning/validate", status_code=200, sync_to_thread=True,
+      summary="Check a profile without saving it: 200 with the profile, or the 422 a PUT would answer")
+def validate_tuning(
+    character_id: Identifier, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
+) -> TuningProfile:
+    require(principal, "director", "admin")
+    current = _store(tuning).profile_for(scoped(principal.org, character_id))
+    return _profile(character_id, data).model_copy(update={"version": current.version})
+
+
+@post("/v1/characters/{character_id:str}/tuning/replay", status_code=200, sync_to_thread=True,
+      summary="Replay a transcript under the saved and the proposed profile, in fresh temporary memories, and "
+              "compare each probe")
+def replay_tuning(
+    character_id: Identifier, data: ReplayRequest, principal: Principal, tuning: TuningStore | None, engine: Engine
+) -> ReplayComparison:
+    require(principal, "director", "admin")
+    current = _store(tuning).profile_for(scoped(principal.org, character_id))
+    proposed = _profile(current.character_id, data.profile, field_prefix="profile.")
+    try:
+        transcript = parse_transcript(data.transcript, file="transcript")
+    except TranscriptInvalid as exc:
+        errors = [{"key": f"transcript.{issue.field}" if issue.field else "transcript", "message": str(issue)}
+                  for issue in exc.issues]
+        raise ValidationException("invalid value for transcript", extra=errors) from exc
+    return compare_profiles(transcript, current, proposed, embedder=engine.embedder, classifier=engine.classifier)
 
 
 @get("/v1/characters/{character_id:str}/tuning/history", sync_to_thread=True,
@@ -64,4 +146,26 @@ def tuning_history(
     ]
 
 
-tuning_routes = [get_tuning, put_tuning, tuning_history]
+def default_transcript_dirs() -> tuple[Path, ...]:
+    """The checkout's test transcripts and the shared examples beside it; missing ones are skipped."""
+    root = Path(__file__).resolve().parents[1]
+    return root / "tests" / "transcripts", root.parent / "shared" / "transcripts" / "examples"
+
+
+@get("/v1/transcripts", sync_to_thread=True,
+     summary="The transcripts in the service's configured directories, to replay from the tuning page")
+def list_transcripts(principal: Principal, transcript_dirs: tuple[Path, ...]) -> list[TranscriptFile]:
+    require(principal, "director", "admin", "evaluator")
+    found = []
+    for directory in transcript_dirs:
+        if not directory.is_dir():
+            continue
+        for file in sorted(directory.iterdir()):
+            if file.suffix in TRANSCRIPT_SUFFIXES and file.is_file() and \
+                    file.stat().st_size <= MAX_LISTED_TRANSCRIPT_BYTES:
+                text = file.read_text("utf-8", errors="replace")
+                found.append(TranscriptFile(name=f"{directory.name}/{file.name}", text=text))
+    return found
+
+
+tuning_routes = [get_tuning, put_tuning, validate_tuning, replay_tuning, tuning_history, list_transcripts]

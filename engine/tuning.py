@@ -111,7 +111,9 @@ class WriteParams(_Params):
 class StrengthParams(_Params):
     """The live strength scalar (scoring.strength): hybrid decay, usage, floors, and where decay leads."""
 
-    fast_weight: float = Field(default=0.6, ge=0.0, le=1.0, description="share of the fast exponential term")
+    fast_weight: float = Field(
+        default=0.6, ge=0.0, lt=1.0, description="share of the fast exponential term (below 1: a tail must remain)"
+    )
     fast_half_life_days: float = Field(default=7.0, gt=0.0, le=3650.0, description="half-life of the fast term")
     tail_scale_days: float = Field(default=30.0, gt=0.0, le=36500.0, description="time scale of the power-law tail")
     tail_exponent: float = Field(default=0.5, gt=0.0, le=5.0, description="exponent of the power-law tail")

@@ -302,7 +302,85 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument(
         "--json", type=Path, metavar="FILE", dest="json_path", help="also write the results as JSON"
     )
+    run.add_argument(
+        "--html", type=Path, metavar="FILE", dest="html_path",
+        help="also write a self-contained HTML page: every probe, its memories' score components, salience plots",
+    )
     run.set_defaults(handler=handle_eval_run)
+    _add_locomo(eval_commands)
+    _add_classifier_eval(eval_commands)
+
+
+def _add_classifier_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    classifier = eval_commands.add_parser(
+        "classifier", help="the offline classifier's held-out scores beside VADER",
+        description=(
+            "Score the shipped offline classifier on GoEmotions' and EmoBank's test splits, with VADER as the "
+            "lexicon baseline in the same run. Exit status 2 when the data is missing."
+        ),
+    )
+    classifier.add_argument("--data", type=Path, default=Path("../shared/data"), metavar="PATH",
+                            help="the folder holding goemotions/ and emobank/")
+    classifier.add_argument("--cache", type=Path, default=Path(".cache/classifier"), metavar="DIR",
+                            help="embedding cache (shared with training)")
+    classifier.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write JSON")
+    classifier.set_defaults(handler=handle_eval_classifier)
+
+
+def handle_eval_classifier(args: argparse.Namespace, runtime: Runtime) -> int:
+    if not (args.data / "goemotions").is_dir() or not (args.data / "emobank").is_dir():
+        print(f"feltsense eval classifier: {args.data} does not hold goemotions/ and emobank/", file=runtime.stderr)
+        return EXIT_INVALID
+    from eval.classifier_eval import evaluate_shipped, render
+
+    report = evaluate_shipped(args.data, args.cache)
+    print(render(report), file=runtime.stdout)
+    if args.json_path is not None:
+        args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return EXIT_OK
+
+
+def _add_locomo(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    locomo = eval_commands.add_parser(
+        "locomo", help="evidence recall@k on LoCoMo: dense, BM25, stage one, full recall",
+        description=(
+            "Ingest each LoCoMo conversation into a fresh engine and measure evidence recall@1/5/6/10, overall "
+            "(categories 1-4), per category and on the audit-corrected evidence, for four methods in one run: "
+            "dense, bm25, stage1 (hybrid search) and stage2 (full recall). Exit status 2 when the data is missing."
+        ),
+    )
+    locomo.add_argument("--data", type=Path, required=True, metavar="PATH",
+                        help="the LoCoMo folder (locomo10.json, audit/errors.json) or its locomo10.json")
+    locomo.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write the results as JSON")
+    locomo.add_argument("--limit-conversations", type=int, metavar="N", help="only the first N conversations")
+    locomo.set_defaults(handler=handle_eval_locomo)
+
+
+def handle_eval_locomo(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.locomo import LocomoDataError, measure
+
+    if not args.data.exists():
+        print(f"feltsense eval locomo: no LoCoMo data at {args.data}; skipped", file=runtime.stderr)
+        return EXIT_INVALID
+    if args.limit_conversations is not None and args.limit_conversations < 1:
+        print("feltsense eval locomo: --limit-conversations must be at least 1", file=runtime.stderr)
+        return EXIT_INVALID
+    try:
+        result = measure(args.data, limit=args.limit_conversations, out=runtime.stdout, err=runtime.stderr)
+    except LocomoDataError as exc:
+        print(f"feltsense eval locomo: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
+    except Exception:
+        traceback.print_exc(file=runtime.stderr)
+        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
+        return EXIT_ERROR
+    if args.json_path is not None:
+        try:
+            args.json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
+            return EXIT_ERROR
+    return EXIT_OK
 
 
 def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -339,6 +417,14 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
             args.json_path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
+            return EXIT_ERROR
+    if args.html_path is not None:
+        from eval.report import write_html
+
+        try:
+            write_html(report, args.html_path)
+        except OSError as exc:
+            print(f"cannot write {args.html_path}: {exc}", file=runtime.stderr)
             return EXIT_ERROR
     return EXIT_OK if report.failed == 0 else EXIT_FAILED
 
