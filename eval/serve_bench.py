@@ -81,6 +81,12 @@ class ServeBenchConfig:
     """Drive the service already running here instead of starting one."""
     key: str | None = None
     """The API key for ``url`` (a self-started service's development key is found on its own)."""
+    duration_s: float | None = None
+    """Soak instead of the two drives: the paced drive at ``rate`` for this long, reported per window."""
+    window_s: float = 60.0
+    """The soak's reporting window (a minute; shorter in tests)."""
+    max_growth_mb: float = 64.0
+    """The soak's stated bound on the service's memory growth from the first window to the last."""
     timeout_s: float = 60.0
     """Per request. Generous: under overload a slow answer is a latency to report, not an error."""
 
@@ -88,6 +94,8 @@ class ServeBenchConfig:
         for name in ("users", "memories_per_user", "concurrency", "requests"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.duration_s is not None and not (self.duration_s >= self.window_s > 0):
+            raise ValueError(f"duration must be at least one window ({self.window_s:g} s), got {self.duration_s}")
         if not self.rate > 0:
             raise ValueError(f"rate must be above 0 recalls per second, got {self.rate}")
 
@@ -119,6 +127,8 @@ def _free_port() -> int:
 class RunningService:
     url: str
     key: str | None
+    pid: int | None = None
+    """A self-started service's process, whose memory the soak watches."""
 
 
 @contextlib.contextmanager
@@ -146,7 +156,7 @@ def self_started_service(progress: Progress) -> Iterator[RunningService]:
         found = DEV_KEY_LINE.search(log_path.read_text(encoding="utf-8", errors="replace"))
         progress(f"service: up in {time.perf_counter() - started:.1f} s"
                  f"{', using its development key' if found else ', no development key printed: sending none'}")
-        yield RunningService(url=url, key=found.group(1) if found else None)
+        yield RunningService(url=url, key=found.group(1) if found else None, pid=process.pid)
         ok = True
     finally:
         if process is not None:
@@ -377,6 +387,57 @@ async def _warm_and_drive(url: str, key: str | None, config: ServeBenchConfig, p
 # -- the whole run -----------------------------------------------------------------------------------------------
 
 
+def rss_mb(pid: int | None) -> float | None:
+    """Resident memory of a process, from /proc (Linux); None when unknown."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+async def soak(service: RunningService, config: ServeBenchConfig, progress: Progress) -> dict[str, Any]:
+    """The paced drive for ``duration_s``, a window at a time: per-window percentiles, errors and memory."""
+    assert config.duration_s is not None
+    windows = max(1, int(config.duration_s // config.window_s))
+    per_window = max(1, round(config.rate * config.window_s))
+    rows: list[dict[str, Any]] = []
+    every: list[float] = []
+    errors = 0
+    async with AsyncFeltsenseClient(service.url, api_key=service.key, timeout_s=config.timeout_s,
+                                    max_connections=config.concurrency) as client:
+        warm_plan = [RecallQuery(character_id=CHARACTER, user_id=user, message=f"{QUERIES[0]} (warm-up)",
+                                 session_id="bench-live", at=_after_last_turn(config)) for user in user_ids(config)]
+        await drive(client, warm_plan, config.concurrency)
+        for window in range(1, windows + 1):
+            plan = recall_plan(ServeBenchConfig(**{**config.__dict__, "requests": per_window}), f"soak{window}")
+            stats = await drive_paced(client, plan, config.concurrency, config.rate)
+            row = {"window": window, **{k: v for k, v in summarize(stats).items() if k != "max_ms"},
+                   "rss_mb": rss_mb(service.pid)}
+            rows.append(row)
+            every.extend(stats.latencies_ms)
+            errors += row["errors"]
+            progress(f"soak window {window}/{windows}: {row['throughput_rps']} recalls/s, p50 {row['p50_ms']} ms, "
+                     f"p99 {row['p99_ms']} ms, errors {row['errors']}, rss {row['rss_mb']} MB")
+    first, last = rows[0]["rss_mb"], rows[-1]["rss_mb"]
+    growth = None if first is None or last is None else round(last - first, 1)
+    ordered = sorted(every)
+    return {
+        "throughput_rps": round(len(ordered) / (windows * config.window_s), 1),
+        "p50_ms": round(percentile(ordered, 0.5), 2),
+        "p99_ms": round(percentile(ordered, 0.99), 2),
+        "errors": errors,
+        "windows": rows,
+        "rss_growth_mb": growth,
+        "max_growth_mb": config.max_growth_mb,
+        "within_bound": growth is None or growth <= config.max_growth_mb,
+    }
+
+
 def bench_serve(config: ServeBenchConfig, *, progress: Progress | None = None) -> dict[str, Any]:
     """Start (or use) the service, load it, warm it, drive it; the figures, the four headline keys first."""
     say = progress or (lambda _msg: None)
@@ -393,6 +454,11 @@ def bench_serve(config: ServeBenchConfig, *, progress: Progress | None = None) -
             loaded["write_backlog_s"] = round(wait_for_traces(service, config, say), 1)
             loaded["load_s"] = round(loaded["load_s"] + loaded["write_backlog_s"], 1)
         loaded["load_memories_per_s"] = round(config.users * config.memories_per_user / max(loaded["load_s"], 0.1), 1)
+        if config.duration_s is not None:
+            soaked = asyncio.run(soak(service, config, say))
+            return {**soaked, "rate": config.rate, "concurrency": config.concurrency, "users": config.users,
+                    "memories_per_user": config.memories_per_user, **loaded,
+                    "service": "self-started" if config.url is None else config.url}
         drives = asyncio.run(_warm_and_drive(service.url, service.key, config, say))
     for line in drives.saturation.first_errors + drives.paced.first_errors + drives.warm.first_errors:
         say(f"error: {line}")

@@ -38,3 +38,15 @@ def test_bench_serve_starts_loads_drives_and_cleans_up(capsys: pytest.CaptureFix
     with pytest.raises(ProcessLookupError):
         os.kill(int(started.group(1)), 0)
     assert not Path(started.group(2)).exists()
+
+
+def test_the_soak_reports_each_window_and_the_memory_growth(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["bench", "serve", "--users", "2", "--memories-per-user", "10", "--duration", "2",
+                   "--window", "1", "--rate", "10", "--concurrency", "2", "--json"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    assert [w["window"] for w in result["windows"]] == [1, 2]
+    assert all(w["errors"] == 0 and w["ok"] == 10 and w["rss_mb"] > 0 for w in result["windows"])
+    assert result["within_bound"] and result["rss_growth_mb"] is not None
+    assert captured.err.count("soak window") == 2
