@@ -68,7 +68,7 @@ def stage_two_params(profile: TuningProfile, limit: int | None = None) -> StageT
 
 @functools.lru_cache(maxsize=256)
 def strength_params(profile: TuningProfile) -> strength_kernel.StrengthParams:
-    return strength_kernel.StrengthParams(**profile.strength.model_dump())
+    return strength_kernel.StrengthParams(**profile.strength.model_dump(exclude={"ranking_weight"}))
 
 
 def strengths(
@@ -321,7 +321,14 @@ class Recaller:
         emotional = np.array(emotional_, dtype=bool)
         anchor_hit = np.array([bool(m) for m in matches], dtype=bool)
         ordered_memories = [memories[c.memory_id] for c in candidates]
-        strength = strengths(ordered_memories, states or {}, now, profile)
+        # Strength moves the ranking within bounds: score x (1 - w + w x strength). As a full multiplier, a
+        # months-old answer lost to last week's chatter by 5x whatever the question (measured on LoCoMo). A
+        # memory carrying a superseded fact keeps the full stale weight on top, so it never outranks the fact.
+        raw = strengths(ordered_memories, {k: v.model_copy(update={"stale": False}) for k, v in (states or {}).items()},
+                        now, profile)
+        w = profile.strength.ranking_weight
+        stale = np.array([(states or {}).get(m.memory_id, MemoryState(memory_id="")).stale for m in ordered_memories])
+        strength = (1.0 - w + w * raw) * np.where(stale, profile.strength.stale_weight, 1.0)
         weights = {"user": profile.scopes.user_weight, "canon": profile.scopes.canon_weight,
                    "shared": profile.scopes.shared_weight}
         scope_weight = np.array([weights[m.scope] for m in ordered_memories])

@@ -128,6 +128,10 @@ class StrengthParams(_Params):
     archive_below: float = Field(
         default=0.05, ge=0.0, le=1.0, description="the nightly sweep archives memories whose strength is below this"
     )
+    ranking_weight: float = Field(
+        default=0.25, ge=0.0, le=1.0,
+        description="how far strength moves ranking: score x (1 - w + w x strength); 1 = strength multiplies fully",
+    )
 
 
 class ScopeParams(_Params):

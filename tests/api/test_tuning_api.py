@@ -122,8 +122,9 @@ def test_a_profile_the_scoring_kernel_would_refuse_is_refused_before_it_is_saved
 def test_replay_compares_the_saved_and_the_proposed_profile_in_fresh_memories(api: Api) -> None:
     director = api.as_("director")
     profile = sections(api.client.get("/v1/characters/ava/tuning", headers=director).json())
-    # Facts lose all weight in ranking: the stated fact that led drops below the emotional memory.
-    proposed = {**profile, "scoring": {**profile["scoring"], "factual_salience": 0.0, "salience_base": 0.0}}
+    # Wording no longer counts (meaning alone ranks), and facts lose their weight: the ranking moves.
+    proposed = {**profile, "scoring": {**profile["scoring"], "factual_salience": 0.0, "salience_base": 0.0},
+                "retrieval": {**profile["retrieval"], "vector_weight": 1.0, "lexical_weight": 0.0}}
     response = api.client.post("/v1/characters/ava/tuning/replay",
                                json={"profile": proposed, "transcript": JOB_CHANGE}, headers=director)
     assert response.status_code == 200, response.text
@@ -132,9 +133,9 @@ def test_replay_compares_the_saved_and_the_proposed_profile_in_fresh_memories(ap
     probe = body["probes"][0]
     assert probe["message"] == "Remind me, where do I work these days?" and (probe["session"], probe["turn"]) == (2, 0)
     current, new = probe["current"], probe["proposed"]
-    assert current["memories"][0]["text"] == "The user works at Brightwave."
-    assert new["memories"][0]["text"] != current["memories"][0]["text"] and probe["ranking_changed"]
-    assert {m["text"] for m in new["memories"]} == {m["text"] for m in current["memories"]}
+    assert "Brightwave" in current["memories"][0]["text"]
+    assert [m["text"] for m in new["memories"]] != [m["text"] for m in current["memories"]]
+    assert probe["ranking_changed"]
     assert {"text", "score", "session_id"} <= set(current["memories"][0])
     assert probe["verdict_changed"] == (current["passed"] != new["passed"])
     # Nothing was written to the service's own memory, under any id.
