@@ -10,18 +10,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from litestar import Litestar, Request, Response, get, post
 from litestar.di import Provide
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.auth import KeyStore, Principal, scoped
+from api.boundary import PROBLEM_JSON, WITH_BODY, OptionalBody, problems
 from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
 from api.security import authenticator, require
@@ -38,19 +39,63 @@ from engine.errors import (
     NotFound,
 )
 from engine.jobs import JobQueue
-from engine.models import AwareDatetime, CloseReport, IngestReport, Partition, RecallQuery, RecallResult, Turn
+from engine.models import (
+    AwareDatetime,
+    CloseReport,
+    Identifier,
+    IngestReport,
+    Partition,
+    RecallQuery,
+    RecallResult,
+    Turn,
+)
 from engine.service import Engine
 from engine.tuning_store import TuningStore
 
 log = logging.getLogger("feltsense.api")
 access = logging.getLogger("feltsense.access")
-PROBLEM_JSON = "application/problem+json"
 MAX_TURNS_PER_BATCH = 500
+MAX_BODY_BYTES = 2 * 1024 * 1024
+EARLIEST_TURN = datetime(1970, 1, 1, tzinfo=UTC)
+CLOCK_SKEW = timedelta(days=1)
+
+
+class ReportedTurn(Turn):
+    """A turn as a runtime reports it: said between 1970 and the server's now (plus a day of clock skew).
+
+    A year-0001 or year-9999 turn is a bug upstream; stored, it would skew every age, decay and "N days ago".
+    The bound lives here, not on ``Turn``: a replayed transcript may be dated ahead of the server's clock.
+    Its ids are the caller's, at most 200 characters; ``Turn`` leaves room for the organisation they get.
+    """
+
+    turn_id: Identifier
+    session_id: Identifier
+    character_id: Identifier
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _not_a_number(cls, value: object) -> object:
+        # Pydantic would read 0 as 1970-01-01T00:00:00Z: an unset field in a runtime stored as a real time.
+        if isinstance(value, int | float):
+            raise ValueError("timestamp must be an ISO-8601 string with a time zone (e.g. 2025-03-01T18:00:00Z), "
+                             "not a number")
+        return value
+
+    @field_validator("timestamp")
+    @classmethod
+    def _said_by_now(cls, value: datetime) -> datetime:
+        if value < EARLIEST_TURN:
+            raise ValueError(f"timestamp {value.isoformat()} is before 1970-01-01T00:00:00Z: not a real turn")
+        latest = datetime.now(UTC) + CLOCK_SKEW
+        if value > latest:
+            raise ValueError(f"timestamp {value.isoformat()} is more than a day ahead of the server's clock "
+                             f"(latest accepted: {latest.isoformat(timespec='seconds')})")
+        return value
 
 
 class TurnBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    turns: list[Turn] = Field(min_length=1, max_length=MAX_TURNS_PER_BATCH)
+    turns: list[ReportedTurn] = Field(min_length=1, max_length=MAX_TURNS_PER_BATCH)
 
 
 class CloseRequest(BaseModel):
@@ -81,7 +126,32 @@ def _validation_problem(request: Request[Any, Any, Any], exc: ValidationExceptio
 
 
 def _http_problem(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
-    return _problem(exc.status_code, "HTTP error", exc.detail)
+    detail = exc.detail
+    if exc.status_code == 413:  # Litestar's own detail ("Request Entity Too Large") names no limit
+        detail = f"the request body is larger than the {MAX_BODY_BYTES} bytes this service accepts"
+    response = _problem(exc.status_code, "HTTP error", detail)
+    if exc.status_code == 401:
+        response.headers["WWW-Authenticate"] = "Bearer"  # RFC 9110: a 401 names the scheme to use
+    return response
+
+
+async def _check_body(request: Request[Any, Any, Any]) -> None:
+    """Refuse, with a clear 4xx, the bodies the JSON decoder would not: a declared non-JSON content type (415;
+    Litestar would parse it as JSON anyway) and JSON nested so deeply that decoding it exhausts the stack (400;
+    the decoder's RecursionError would otherwise be a 500). The decoded body is cached for the handler."""
+    if "data" not in request.route_handler.parsed_fn_signature.parameters:
+        return
+    declared = request.headers.get("content-type")
+    if declared is not None:
+        media_type = declared.split(";", 1)[0].strip().lower()
+        if media_type != "application/json" and not media_type.endswith("+json"):
+            raise HTTPException(status_code=415, detail=f"the body must be application/json, not {media_type!r}")
+    try:
+        await request.json()
+    except RecursionError as exc:
+        raise ClientException("the body is not valid JSON: it is nested too deeply to decode") from exc
+    except SerializationException as exc:
+        raise ClientException(f"the body is not valid JSON: {exc}") from exc
 
 
 def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Response[dict[str, Any]]:
@@ -100,14 +170,16 @@ def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Res
     return _problem(500, "Internal error", "an unexpected engine error occurred")
 
 
-@post("/v1/turns", status_code=200, sync_to_thread=True, summary="Append turns (idempotent by turn id)")
+@post("/v1/turns", status_code=200, sync_to_thread=True, summary="Append turns (idempotent by turn id)",
+      responses=problems(*WITH_BODY))
 def ingest_turns(data: TurnBatch, engine: Engine, principal: Principal) -> IngestReport:
     require(principal, "runtime")
     return engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
 
 
 @post("/v1/sessions/{session_id:str}/close", status_code=200, sync_to_thread=True,
-      summary="Close a session: run the write-time pass over its memories")
+      summary="Close a session: run the write-time pass over its memories",
+      responses=problems(*WITH_BODY, 404), operation_class=OptionalBody)
 def close_session(
     session_id: str, engine: Engine, principal: Principal, data: CloseRequest | None = None
 ) -> CloseReport:
@@ -118,7 +190,8 @@ def close_session(
 
 
 @post("/v1/recall", status_code=200, sync_to_thread=True,
-      summary="Recall for one turn: ranked memories, tone constraints and the assembled context")
+      summary="Recall for one turn: ranked memories, tone constraints and the assembled context",
+      responses=problems(*WITH_BODY))
 def recall(data: RecallQuery, engine: Engine, principal: Principal) -> RecallResult:
     require(principal, "runtime", "evaluator")
     result = unscope_result(principal.org, engine.recall(scope_query(principal.org, data)))
@@ -156,16 +229,21 @@ class Readiness(BaseModel):
 
 
 @post("/v1/sessions/{session_id:str}/close", status_code=202,
-      summary="Close a session: queue the write-time pass over its memories (202 with the job id)")
+      summary="Close a session: queue the write-time pass over its memories (202 with the job id)",
+      responses=problems(*WITH_BODY, 404), operation_class=OptionalBody)
 async def enqueue_close(
     session_id: str, engine: Engine, jobs: JobQueue, principal: Principal, data: CloseRequest | None = None
 ) -> CloseQueued:
     # Registered instead of close_session when create_app is given a job queue.
     require(principal, "runtime")
     engine_session = scoped(principal.org, session_id)
-    if not await asyncio.to_thread(engine.store.get_turns, engine_session):
-        raise NotFound(f"no session {session_id!r}")  # answered now: a queued job could only fail later
     closed_at = data.closed_at if data and data.closed_at else engine.clock()
+    # Recorded before it is queued, so a job lost with the queue is still written by the retry of pending traces;
+    # an unknown session is answered now (a queued job could only fail later).
+    try:
+        await asyncio.to_thread(engine.accept_close, engine_session, closed_at=closed_at)
+    except NotFound:
+        raise NotFound(f"no session {session_id!r}") from None
     job_id = await jobs.enqueue_write(engine_session, closed_at)
     return CloseQueued(session_id=session_id, job_id=job_id)
 
@@ -180,7 +258,7 @@ async def _ready_check(name: str, check: Callable[[], Awaitable[object]]) -> tup
     return name, "ok"
 
 
-@get("/readyz", summary="Readiness: the store, the embedder and the job queue answer")
+@get("/readyz", summary="Readiness: the store, the embedder and the job queue answer", responses=problems(503))
 async def readyz(engine: Engine, jobs: JobQueue | None) -> Response[Any]:
     probe = Partition(character_id="readyz", user_id="readyz")
     checks = [
@@ -242,6 +320,7 @@ def create_app(
             "jobs": Provide(lambda: jobs, use_cache=True, sync_to_thread=False),
             "transcript_dirs": Provide(lambda: dirs, use_cache=True, sync_to_thread=False),
         },
+        before_request=_check_body,
         exception_handlers={
             ValidationException: _validation_problem,
             FeltsenseError: _domain_problem,
@@ -250,6 +329,6 @@ def create_app(
         lifespan=[retry_pending] if jobs is None else [jobs, retry_pending],  # the queue outlives the loop
         openapi_config=OpenAPIConfig(title="feltsense", version="0.1.0", path="/docs",
                                      render_plugins=[SwaggerRenderPlugin()]),
-        request_max_body_size=2 * 1024 * 1024,
+        request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,  # the process configures logging (api/server.py); the app only emits records
     )

@@ -20,6 +20,7 @@ from litestar.params import Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal, Role, scoped, unscoped
+from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, IdQuery, OptionalIdQuery, problems
 from api.security import require
 from api.tenancy import unscope_memory
 from engine.errors import Forbidden, InvalidInput
@@ -97,7 +98,8 @@ class Decision(BaseModel):
 
 
 @post("/v1/facts", status_code=200, sync_to_thread=True,
-      summary="Write an atomic fact: supersedes its slot's current fact, dedups identical content")
+      summary="Write an atomic fact: supersedes its slot's current fact, dedups identical content",
+      responses=problems(*WITH_BODY))
 def write_fact(data: FactRequest, engine: Engine, principal: Principal) -> FactWrite:
     if principal.role == "evaluator":
         raise Forbidden("an evaluator key is read-only")
@@ -112,11 +114,12 @@ def write_fact(data: FactRequest, engine: Engine, principal: Principal) -> FactW
     )
 
 
-@get("/v1/facts", sync_to_thread=True, summary="One level's facts with their status and strength signals")
+@get("/v1/facts", sync_to_thread=True, summary="One level's facts with their status and strength signals",
+     responses=problems(*AUTHENTICATED))
 def list_facts(
-    engine: Engine, principal: Principal, character_id: Identifier,
+    engine: Engine, principal: Principal, character_id: IdQuery,
     level: Annotated[Scope, Parameter(query="scope", description="user, canon or shared")],
-    user_id: Identifier | None = None,
+    user_id: OptionalIdQuery = None,
     status: Literal["active", "provisional", "revoked", "archived"] | None = None,
 ) -> list[FactView]:
     scope = level  # "scope" is the query parameter's name; Litestar reserves it for the ASGI scope
@@ -128,35 +131,38 @@ def list_facts(
 
 
 @post("/v1/memories/{memory_id:str}/archive", status_code=200, sync_to_thread=True,
-      summary="Move a memory to the cold archive: out of everyday recall, restorable exactly")
-def archive_memory(memory_id: str, engine: Engine, principal: Principal, character_id: Identifier,
-                   user_id: Identifier | None = None) -> StateView:
+      summary="Move a memory to the cold archive: out of everyday recall, restorable exactly",
+      responses=problems(*AUTHENTICATED, 404))
+def archive_memory(memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery,
+                   user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
     return StateView(memory_id=memory_id,
                      state=engine.archive(memory_id, partitions, actor=f"{principal.role}:{principal.key_id}"))
 
 
 @post("/v1/memories/{memory_id:str}/restore", status_code=200, sync_to_thread=True,
-      summary="Bring an archived memory back into recall as it was")
-def restore_memory(memory_id: str, engine: Engine, principal: Principal, character_id: Identifier,
-                   user_id: Identifier | None = None) -> StateView:
+      summary="Bring an archived memory back into recall as it was", responses=problems(*AUTHENTICATED, 404))
+def restore_memory(memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery,
+                   user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
     return StateView(memory_id=memory_id,
                      state=engine.restore(memory_id, partitions, actor=f"{principal.role}:{principal.key_id}"))
 
 
 @post("/v1/memories/{memory_id:str}/pin", status_code=200, sync_to_thread=True,
-      summary="Pin (or unpin) a memory: a pinned memory's strength never falls below the pin floor")
-def pin_memory(memory_id: str, data: PinRequest, engine: Engine, principal: Principal, character_id: Identifier,
-               user_id: Identifier | None = None) -> StateView:
+      summary="Pin (or unpin) a memory: a pinned memory's strength never falls below the pin floor",
+      responses=problems(*WITH_BODY, 404))
+def pin_memory(memory_id: str, data: PinRequest, engine: Engine, principal: Principal, character_id: IdQuery,
+               user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
     return StateView(memory_id=memory_id, state=engine.pin(memory_id, partitions, pinned=data.pinned,
                                                            actor=f"{principal.role}:{principal.key_id}"))
 
 
 @delete("/v1/users/{user_id:str}", status_code=200, sync_to_thread=True,
-        summary="A user's erasure request: everything they said to this character, with a receipt")
-def erase_user(user_id: Identifier, engine: Engine, principal: Principal, character_id: Identifier,
+        summary="A user's erasure request: everything they said to this character, with a receipt",
+        responses=problems(*AUTHENTICATED))
+def erase_user(user_id: IdPath, engine: Engine, principal: Principal, character_id: IdQuery,
                strict: bool = Parameter(default=False, description="drop names from the audit trail too")
                ) -> ErasureReceipt:
     require(principal, "runtime")
@@ -164,9 +170,10 @@ def erase_user(user_id: Identifier, engine: Engine, principal: Principal, charac
                              actor=f"{principal.role}:{principal.key_id}")
 
 
-@get("/v1/review", sync_to_thread=True, summary="Consolidation proposals waiting for (or given) a decision")
+@get("/v1/review", sync_to_thread=True, summary="Consolidation proposals waiting for (or given) a decision",
+     responses=problems(*AUTHENTICATED))
 def review_queue(
-    engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier | None = None,
+    engine: Engine, principal: Principal, character_id: IdQuery, user_id: OptionalIdQuery = None,
     decision: Literal["pending", "kept", "rejected", "reverted"] | None = "pending",
 ) -> list[ReviewItem]:
     return [_unscope_item(principal, item) for item in
@@ -174,9 +181,10 @@ def review_queue(
 
 
 @post("/v1/review/{item_id:str}", status_code=200, sync_to_thread=True,
-      summary="Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state")
-def decide(item_id: str, data: Decision, engine: Engine, principal: Principal, character_id: Identifier,
-           user_id: Identifier | None = None) -> ReviewItem:
+      summary="Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state",
+      responses=problems(*WITH_BODY, 404))
+def decide(item_id: str, data: Decision, engine: Engine, principal: Principal, character_id: IdQuery,
+           user_id: OptionalIdQuery = None) -> ReviewItem:
     return _unscope_item(principal, engine.decide(item_id, data.decision,
                                                   _changeable(principal, character_id, user_id),
                                                   by=f"{principal.role}:{principal.key_id}"))
@@ -192,10 +200,11 @@ def _unscope_item(principal: Principal, item: ReviewItem) -> ReviewItem:
 
 
 @get("/v1/audit", sync_to_thread=True,
-     summary="The audit trail of a level: what existed and how it changed, never what it said")
-def audit_trail(engine: Engine, principal: Principal, character_id: Identifier,
+     summary="The audit trail of a level: what existed and how it changed, never what it said",
+     responses=problems(*AUTHENTICATED))
+def audit_trail(engine: Engine, principal: Principal, character_id: IdQuery,
                 level: Annotated[Scope, Parameter(query="scope", description="user, canon or shared")] = "user",
-                user_id: Identifier | None = None) -> list[AuditEvent]:
+                user_id: OptionalIdQuery = None) -> list[AuditEvent]:
     scope = level
     require(principal, *READ_ROLES[scope])
     partition = _partition(principal, scope, character_id, user_id)
@@ -204,15 +213,17 @@ def audit_trail(engine: Engine, principal: Principal, character_id: Identifier,
 
 
 @post("/v1/maintenance/sweep", status_code=200, sync_to_thread=True,
-      summary="Run the nightly sweep now (usage, repairs, archive, consolidation proposals)")
+      summary="Run the nightly sweep now (usage, repairs, archive, consolidation proposals)",
+      responses=problems(401, 403, 502, 503))
 def sweep(engine: Engine, principal: Principal) -> SweepReport:
     require(principal, "admin")
     return engine.sweep()
 
 
 @put("/v1/characters/{character_id:str}/canon/{record_id:str}", status_code=200, sync_to_thread=True,
-     summary="Write a canon record (the character's own lore): stored whole, pinned, in every turn's prefix")
-def put_canon(character_id: Identifier, record_id: Identifier, data: CanonRecord, engine: Engine,
+     summary="Write a canon record (the character's own lore): stored whole, pinned, in every turn's prefix",
+     responses=problems(*WITH_BODY))
+def put_canon(character_id: IdPath, record_id: IdPath, data: CanonRecord, engine: Engine,
               principal: Principal) -> FactView:
     require(principal, "director", "admin")
     memory = engine.write_canon(scoped(principal.org, character_id), record_id, data.text,

@@ -11,10 +11,11 @@ from litestar.params import Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal
+from api.boundary import AUTHENTICATED, IdQuery, problems
 from api.security import require
 from api.tenancy import scope_partition, scope_query, unscope_memory, unscope_result
 from engine.lifecycle import ErasureReceipt
-from engine.models import Identifier, Memory, MemoryState, RecallQuery, RecallResult, Trace
+from engine.models import Memory, MemoryState, RecallQuery, RecallResult, Trace
 from engine.service import Engine
 
 MAX_PAGE = 200
@@ -35,12 +36,13 @@ class MemoryPage(BaseModel):
     next_offset: int | None
 
 
-@get("/v1/memories", sync_to_thread=True, summary="List one user's memories, or search them with q")
+@get("/v1/memories", sync_to_thread=True, summary="List one user's memories, or search them with q",
+     responses=problems(*AUTHENTICATED))
 def list_memories(
     engine: Engine,
     principal: Principal,
-    character_id: Identifier,
-    user_id: Identifier,
+    character_id: IdQuery,
+    user_id: IdQuery,
     q: str | None = Parameter(default=None, max_length=2000, description="search text (hybrid, then reranked)"),
     offset: int = Parameter(default=0, ge=0),
     limit: int = Parameter(default=50, ge=1, le=MAX_PAGE),
@@ -69,27 +71,30 @@ def list_memories(
     )
 
 
-@get("/v1/memories/{memory_id:str}", sync_to_thread=True, summary="One memory with its trace")
+@get("/v1/memories/{memory_id:str}", sync_to_thread=True, summary="One memory with its trace",
+     responses=problems(*AUTHENTICATED, 404))
 def get_memory(
-    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
+    memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery
 ) -> MemoryView:
     require(principal, "runtime", "evaluator")
     memory, trace = engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))
     return MemoryView(memory=unscope_memory(principal.org, memory), trace=trace)
 
 
-@get("/v1/memories/{memory_id:str}/trace", sync_to_thread=True, summary="A memory's trace")
+@get("/v1/memories/{memory_id:str}/trace", sync_to_thread=True, summary="A memory's trace",
+     responses=problems(*AUTHENTICATED, 404))
 def get_trace(
-    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
+    memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery
 ) -> Trace | None:
     require(principal, "runtime", "evaluator")
     return engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))[1]
 
 
 @delete("/v1/memories/{memory_id:str}", status_code=200, sync_to_thread=True,
-        summary="Erase one memory with its trace, facts, vector and lexical entries; returns a receipt")
+        summary="Erase one memory with its trace, facts, vector and lexical entries; returns a receipt",
+        responses=problems(*AUTHENTICATED, 404))
 def delete_memory(
-    memory_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier,
+    memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery,
     strict: bool = Parameter(default=False, description="drop names from the audit trail too"),
 ) -> ErasureReceipt:
     require(principal, "runtime")
@@ -98,9 +103,10 @@ def delete_memory(
 
 
 @get("/v1/recalls/{recall_id:str}", sync_to_thread=True,
-     summary="A past turn's recall as it was returned: what the character saw, with the assembly's trace")
+     summary="A past turn's recall as it was returned: what the character saw, with the assembly's trace",
+     responses=problems(*AUTHENTICATED, 404))
 def get_recall(
-    recall_id: str, engine: Engine, principal: Principal, character_id: Identifier, user_id: Identifier
+    recall_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery
 ) -> RecallResult:
     require(principal, "runtime", "evaluator")
     return unscope_result(principal.org, engine.recall_record(

@@ -10,8 +10,8 @@ from litestar.exceptions import ServiceUnavailableException, ValidationException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal, scoped, unscoped
+from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, problems
 from api.security import require
-from engine.models import Identifier
 from engine.recall import strength_params
 from engine.replay import ReplayComparison, TranscriptInvalid, compare_profiles, parse_transcript
 from engine.service import Engine
@@ -89,16 +89,18 @@ def _profile(character_id: str, data: TuningSections, *, field_prefix: str = "")
     return profile
 
 
-@get("/v1/characters/{character_id:str}/tuning", sync_to_thread=True, summary="A character's tuning profile")
-def get_tuning(character_id: Identifier, principal: Principal, tuning: TuningStore | None) -> TuningProfile:
+@get("/v1/characters/{character_id:str}/tuning", sync_to_thread=True, summary="A character's tuning profile",
+     responses=problems(*AUTHENTICATED))
+def get_tuning(character_id: IdPath, principal: Principal, tuning: TuningStore | None) -> TuningProfile:
     require(principal, "director", "evaluator")
     return _public(principal.org, _store(tuning).profile_for(scoped(principal.org, character_id)))
 
 
 @put("/v1/characters/{character_id:str}/tuning", sync_to_thread=True,
-     summary="Save a new version of a character's tuning profile (the previous one is kept)")
+     summary="Save a new version of a character's tuning profile (the previous one is kept)",
+     responses=problems(*WITH_BODY))
 def put_tuning(
-    character_id: Identifier, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
+    character_id: IdPath, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
 ) -> TuningProfile:
     require(principal, "director")
     profile = _profile(scoped(principal.org, character_id), data)
@@ -107,9 +109,10 @@ def put_tuning(
 
 
 @post("/v1/characters/{character_id:str}/tuning/validate", status_code=200, sync_to_thread=True,
-      summary="Check a profile without saving it: 200 with the profile, or the 422 a PUT would answer")
+      summary="Check a profile without saving it: 200 with the profile, or the 422 a PUT would answer",
+      responses=problems(*WITH_BODY))
 def validate_tuning(
-    character_id: Identifier, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
+    character_id: IdPath, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
 ) -> TuningProfile:
     require(principal, "director", "admin")
     current = _store(tuning).profile_for(scoped(principal.org, character_id))
@@ -118,9 +121,9 @@ def validate_tuning(
 
 @post("/v1/characters/{character_id:str}/tuning/replay", status_code=200, sync_to_thread=True,
       summary="Replay a transcript under the saved and the proposed profile, in fresh temporary memories, and "
-              "compare each probe")
+              "compare each probe", responses=problems(*WITH_BODY))
 def replay_tuning(
-    character_id: Identifier, data: ReplayRequest, principal: Principal, tuning: TuningStore | None, engine: Engine
+    character_id: IdPath, data: ReplayRequest, principal: Principal, tuning: TuningStore | None, engine: Engine
 ) -> ReplayComparison:
     require(principal, "director", "admin")
     current = _store(tuning).profile_for(scoped(principal.org, character_id))
@@ -135,9 +138,10 @@ def replay_tuning(
 
 
 @get("/v1/characters/{character_id:str}/tuning/history", sync_to_thread=True,
-     summary="Every saved version of a character's tuning, newest first, with who saved it and why")
+     summary="Every saved version of a character's tuning, newest first, with who saved it and why",
+     responses=problems(*AUTHENTICATED))
 def tuning_history(
-    character_id: Identifier, principal: Principal, tuning: TuningStore | None
+    character_id: IdPath, principal: Principal, tuning: TuningStore | None
 ) -> list[TuningVersion]:
     require(principal, "director", "evaluator")
     return [
@@ -153,7 +157,8 @@ def default_transcript_dirs() -> tuple[Path, ...]:
 
 
 @get("/v1/transcripts", sync_to_thread=True,
-     summary="The transcripts in the service's configured directories, to replay from the tuning page")
+     summary="The transcripts in the service's configured directories, to replay from the tuning page",
+     responses=problems(401, 403))
 def list_transcripts(principal: Principal, transcript_dirs: tuple[Path, ...]) -> list[TranscriptFile]:
     require(principal, "director", "admin", "evaluator")
     found = []

@@ -35,11 +35,23 @@ Role = Literal["user", "character"]
 def _aware(value: datetime) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("timestamp must carry a time zone (e.g. 2025-03-01T18:00:00Z)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 has no UTC form; a plain OverflowError would be a 500
+        raise ValueError("timestamp is out of range once converted to UTC (years 1-9999)") from None
 
 
 AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
-Identifier = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")]
+IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
+IDENTIFIER_MAX_CHARS = 200
+Identifier = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS, pattern=IDENTIFIER_PATTERN)]
+NAMESPACE_MAX_CHARS = 64
+"""Room for the namespace the API puts before the ids it scopes: an organisation (1-63 characters) and ':'."""
+ScopedIdentifier = Annotated[
+    str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS + NAMESPACE_MAX_CHARS, pattern=IDENTIFIER_PATTERN)
+]
+"""An id as stored: a caller's ``Identifier``, possibly namespaced. Stored turns are validated again when read
+back, so a limit of the caller's length would make a 200-character id stored as ``acme:<id>`` unreadable."""
 
 
 # "register" is the domain's word (FORMAT.md); it only shadows ABCMeta.register, which nothing here calls.
@@ -53,9 +65,9 @@ class Frozen(BaseModel):
 class Turn(Frozen):
     """One message of a conversation, as a character runtime reports it."""
 
-    turn_id: Identifier
-    session_id: Identifier
-    character_id: Identifier
+    turn_id: ScopedIdentifier
+    session_id: ScopedIdentifier
+    character_id: ScopedIdentifier
     user_id: Identifier
     role: Role
     text: str = Field(min_length=1, max_length=20_000)
@@ -69,7 +81,7 @@ class Partition(Frozen):
     for shared, character) is a reserved id starting with ``~``, which no caller's id can (see ``engine.scopes``).
     """
 
-    character_id: str = Field(min_length=1, max_length=220)
+    character_id: str = Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS + NAMESPACE_MAX_CHARS)
     user_id: str = Field(min_length=1, max_length=220)
 
 
