@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engine.errors import InvalidInput
 from engine.models import IngestReport, Memory, Trace, TraceStatus, Turn
@@ -19,9 +19,12 @@ def memory_id_for(turn_id: str) -> str:
 
 
 class Ingestor:
-    def __init__(self, *, store: MemoryStore, embedder: Embedder) -> None:
+    def __init__(
+        self, *, store: MemoryStore, embedder: Embedder, erased: Callable[[Sequence[str]], set[str]] = lambda ids: set()
+    ) -> None:
         self._store = store
         self._embedder = embedder
+        self._erased = erased  # which of these memory ids were erased (never made again)
 
     def ingest(self, turns: Sequence[Turn]) -> IngestReport:
         if not turns:
@@ -39,11 +42,12 @@ class Ingestor:
                             len(user_turns), exc)
         fresh = self._store.add_turns(turns)
         new_ids = {t.turn_id for t, is_new in zip(turns, fresh, strict=True) if is_new}
+        remembered = new_ids | self._unremembered([t for t in user_turns if t.turn_id not in new_ids])
         memories: list[Memory] = []
         rows: list[int] = []
-        contexts = self._contexts({t.session_id for t in user_turns if t.turn_id in new_ids})
+        contexts = self._contexts({t.session_id for t in user_turns if t.turn_id in remembered})
         for row, turn in enumerate(user_turns):
-            if turn.turn_id not in new_ids:
+            if turn.turn_id not in remembered:
                 continue
             memories.append(
                 Memory(
@@ -67,6 +71,18 @@ class Ingestor:
             memories=len(memories),
             awaiting_embedding=len(memories) if vectors is None else 0,
         )
+
+    def _unremembered(self, turns: Sequence[Turn]) -> set[str]:
+        """The ids of already stored user turns that have no memory: a call that failed between storing the turns
+        and their memories (the store went down, the process was killed) leaves them, and the client's re-send
+        is the only chance to make the memories. A memory that was erased is not made again."""
+        if not turns:
+            return set()
+        ids = {memory_id_for(t.turn_id): t.turn_id for t in turns}
+        missing = set(ids) - {m.memory_id for m in self._store.get_memories(list(ids))}
+        if missing:
+            missing -= self._erased(sorted(missing))
+        return {ids[m] for m in missing}
 
     def backfill(self, limit: int = 256) -> int:
         """Embed memories stored while the embedder was down; returns how many got their vectors."""

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -137,6 +138,17 @@ class Ledger:
                 "WHERE memory_id = ? ORDER BY seq", (memory_id,)
             ).fetchall()
         return [self._event(r) for r in rows]
+
+    def erased(self, memory_ids: Sequence[str]) -> set[str]:
+        """The ids among ``memory_ids`` whose memory was erased (the audit skeleton remembers that it existed)."""
+        if not memory_ids:
+            return set()
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT memory_id FROM audit WHERE event = 'erased' AND memory_id IN "
+                f"({','.join('?' * len(memory_ids))})", list(memory_ids),
+            ).fetchall()
+        return {r[0] for r in rows}
 
     def partition_history(self, partition: str) -> list[AuditEvent]:
         with self._lock:

@@ -65,7 +65,7 @@ class Engine:
                                  auto_active=AUTO_ACTIVE_RELATIONS)
         self.lifecycle = Lifecycle(store=store, ledger=self.ledger, facts=self.facts, profiles=self.profiles,
                                    clock=clock)
-        self._ingestor = Ingestor(store=store, embedder=embedder)
+        self._ingestor = Ingestor(store=store, embedder=embedder, erased=self.ledger.erased)
         self._writer = TraceWriter(
             store=store, classifier=classifier, embedder=embedder, profiles=self.profiles, clock=clock,
             facts=self.facts,
@@ -86,6 +86,14 @@ class Engine:
         for memory in self.store.session_memories(session_id)[:1]:
             self.ledger.touch(memory.character_id, memory.user_id)
         return report
+
+    def accept_close(self, session_id: str, *, closed_at: datetime | None = None) -> None:
+        """Record a close whose write-time pass is queued to run later (``engine.jobs``), before it is queued:
+        the session is marked closed and its memories get pending traces, so a pass that never runs (its job lost
+        with the queue, or the process killed first) is still retried by ``retry_pending``. NotFound for a
+        session without turns."""
+        with self._write_lock:
+            self._writer.accept_close(session_id, closed_at=closed_at or self.clock())
 
     def retry_pending(self) -> int:
         """Retry the write-time pass for closed sessions with pending traces; returns traces completed."""

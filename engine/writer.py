@@ -49,6 +49,18 @@ class TraceWriter:
         self._store.mark_session_closed(session_id, closed_at)
         return self._write(session_id, written_at=closed_at)
 
+    def accept_close(self, session_id: str, *, closed_at: datetime) -> None:
+        if not self._store.get_turns(session_id):
+            raise NotFound(f"no session {session_id!r}")
+        self._store.mark_session_closed(session_id, closed_at)
+        memories = self._store.session_memories(session_id)
+        traced = self._store.get_traces([m.memory_id for m in memories])
+        self._store.put_traces([
+            Trace(memory_id=m.memory_id, status=TraceStatus.PENDING, written_at=closed_at,
+                  last_error="queued: the write-time pass has not run yet")
+            for m in memories if m.memory_id not in traced
+        ])
+
     def retry_pending(self) -> int:
         completed = 0
         for session_id in self._store.pending_sessions():

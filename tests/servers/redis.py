@@ -10,6 +10,7 @@ the command to run instead: there is no fake Redis to fall back on.
 
 Each run starts the server on a free 127.0.0.1 port with a temporary directory, no persistence (``--save ''``,
 ``--appendonly no``), waits until it answers PING, and stops it (terminate, then kill) and removes the directory.
+For fault tests, ``kill`` crashes it (SIGKILL: every key is lost) and ``restart`` brings it back on the same port.
 
     python -m tests.servers.redis ensure    # find or install redis-server, print its path (`make test` runs it)
     python -m tests.servers.redis serve     # run a throwaway server until Ctrl-C (for manual runs)
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
@@ -102,6 +103,7 @@ class RedisServer:
     port: int
     workdir: Path
     process: subprocess.Popen[bytes]
+    command: list[str] = field(default_factory=list)  # what it was started with, for ``restart``
 
     host = "127.0.0.1"
 
@@ -138,22 +140,39 @@ class RedisServer:
                 self.process.wait()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def kill(self) -> None:
+        """``kill -9``: as a crash would leave it. Without persistence (the default here) every key is gone."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def restart(self, *, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Start it again on the same port and directory (after ``kill``); return once it answers PING."""
+        if self.process.poll() is None:
+            raise RuntimeError("redis-server is still running; kill() it first")
+        if not self.command:
+            raise RuntimeError("this server was not started by start(); there is no command to restart it with")
+        self.process = _spawn(self.command, self.workdir)
+        _wait_ready(self, ready_timeout_s)
+
+
+def _spawn(command: list[str], workdir: Path) -> subprocess.Popen[bytes]:
+    """The server process, its output appended to ``redis.log`` in ``workdir`` (a restart adds to the log)."""
+    log = (workdir / "redis.log").open("ab")
+    try:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=workdir, preexec_fn=_die_with_parent())
+    finally:
+        log.close()  # the child holds its own descriptor
+
 
 def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> RedisServer:
     """Start the binary on a free loopback port with a fresh directory; return once it answers PING."""
     (port,) = _free_ports(1)
     workdir = Path(tempfile.mkdtemp(prefix="feltsense-redis-"))
-    log = (workdir / "redis.log").open("wb")
-    try:
-        process = subprocess.Popen(
-            [str(binary), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir), "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
-            preexec_fn=_die_with_parent(),
-        )
-    finally:
-        log.close()  # the child holds its own descriptor
-    server = RedisServer(port=port, workdir=workdir, process=process)
+    command = [str(binary), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir), "--save", "",
+               "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"]
+    server = RedisServer(port=port, workdir=workdir, process=_spawn(command, workdir), command=command)
     try:
         _wait_ready(server, ready_timeout_s)
     except BaseException:

@@ -10,7 +10,8 @@ every 30 s; ``make test`` runs it as a step of its own before pytest so that the
 build raises with Go's own output: there is no fake server to fall back on.
 
 Each run starts the binary on free 127.0.0.1 ports with a temporary data directory, anonymous access and no
-vectorizer modules, waits until it answers ready, and stops it (terminate, then kill) and removes the data.
+vectorizer modules, waits until it answers ready, and stops it (terminate, then kill) and removes the data. For
+fault tests, ``kill`` crashes it (SIGKILL, data kept) and ``restart`` brings it back on the same ports and data.
 
     python -m tests.servers.weaviate build    # build or reuse the cached binary, print its path
     python -m tests.servers.weaviate serve    # run a throwaway server until Ctrl-C (for manual runs)
@@ -30,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -211,6 +212,9 @@ class WeaviateServer:
     grpc_port: int
     workdir: Path
     process: subprocess.Popen[bytes]
+    # What it was started with, for ``restart``.
+    command: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
     host = "127.0.0.1"
 
@@ -246,6 +250,23 @@ class WeaviateServer:
                 self.process.wait()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def kill(self) -> None:
+        """``kill -9``: no shutdown and no flush, as a crash would leave it. The data directory stays."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def restart(self, *, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Start the same binary again on the same ports and data directory (after ``kill``), and wait until it
+        is ready: what an operator's supervisor does after a crash. Every port is kept, Raft's among them, so
+        the node finds itself where its log says it was."""
+        if self.process.poll() is None:
+            raise RuntimeError("weaviate-server is still running; kill() it first")
+        if not self.command:
+            raise RuntimeError("this server was not started by start(); there is no command to restart it with")
+        self.process = _spawn(self.command, self.env, self.workdir)
+        _wait_ready(self, ready_timeout_s)
+
 
 def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> WeaviateServer:
     """Start the binary on free loopback ports with a fresh data directory; return once it is ready."""
@@ -270,22 +291,25 @@ def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> Weaviate
         "GRPC_PORT": str(grpc_port),
         "DISABLE_TELEMETRY": "true",
     }
-    log = (workdir / "weaviate.log").open("wb")
-    try:
-        process = subprocess.Popen(
-            [str(binary), "--host", "127.0.0.1", "--port", str(http_port), "--scheme", "http"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
-            preexec_fn=_die_with_parent(),
-        )
-    finally:
-        log.close()  # the child holds its own descriptor
-    server = WeaviateServer(http_port=http_port, grpc_port=grpc_port, workdir=workdir, process=process)
+    command = [str(binary), "--host", "127.0.0.1", "--port", str(http_port), "--scheme", "http"]
+    server = WeaviateServer(http_port=http_port, grpc_port=grpc_port, workdir=workdir,
+                            process=_spawn(command, env, workdir), command=command, env=env)
     try:
         _wait_ready(server, ready_timeout_s)
     except BaseException:
         server.stop()
         raise
     return server
+
+
+def _spawn(command: list[str], env: dict[str, str], workdir: Path) -> subprocess.Popen[bytes]:
+    """The server process, its output appended to ``weaviate.log`` in ``workdir`` (a restart adds to the log)."""
+    log = (workdir / "weaviate.log").open("ab")
+    try:
+        return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=workdir, preexec_fn=_die_with_parent())
+    finally:
+        log.close()  # the child holds its own descriptor
 
 
 def _wait_ready(server: WeaviateServer, timeout_s: float) -> None:
