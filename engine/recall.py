@@ -47,6 +47,8 @@ log = logging.getLogger("feltsense.recall")
 SECONDS_PER_DAY = 86400.0
 MMR_POOL_FACTOR = 3
 
+FactListings = dict[Partition, tuple[list[Memory], dict[str, MemoryState]]]
+
 
 @functools.lru_cache(maxsize=256)
 def stage_two_params(profile: TuningProfile, limit: int | None = None) -> StageTwoParams:
@@ -149,11 +151,12 @@ class Recaller:
         timings["stage_one_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
+        listings: FactListings = {}
         ids = [c.memory_id for c in candidates]
         memories = {m.memory_id: m for m in self._store.get_memories(ids)}
         states = self._store.get_states(ids)
         candidates, memories, states = self._current_facts_only(query.character_id, candidates, memories, states,
-                                                                    notes)
+                                                                    notes, listings)
         traces = self._store.get_traces([c.memory_id for c in candidates])
         recalled, toned = self.stage_two(query, candidates, memories, traces, now, profile, limit=query.limit,
                                          states=states)
@@ -163,7 +166,7 @@ class Recaller:
         tone_constraints, standing_rules, standing_count = self._tone(
             partition, {memory.memory_id for memory, _, _ in toned}, now, exclude, profile
         )
-        pins, facts = self._path_a(query.character_id, query.user_id, now)
+        pins, facts = self._path_a(query.character_id, query.user_id, now, listings)
         in_prefix = {m.memory_id for m in (*pins, *facts)}
         context, context_trace = assemble(
             pins=pins, facts=facts, standing_rules=standing_rules, tone_constraints=tone_constraints,
@@ -199,7 +202,19 @@ class Recaller:
             trace=trace,
         )
 
-    def _path_a(self, character_id: str, user_id: str, now: datetime) -> tuple[list[Memory], list[Memory]]:
+    def _fact_listing(
+        self, partition: Partition, listings: FactListings
+    ) -> tuple[list[Memory], dict[str, MemoryState]]:
+        """A partition's facts with their states, read once per recall: stage two and Path A both need them."""
+        found = listings.get(partition)
+        if found is None:
+            facts = self._store.list_facts(partition)
+            found = listings[partition] = (facts, self._store.get_states([f.memory_id for f in facts]))
+        return found
+
+    def _path_a(
+        self, character_id: str, user_id: str, now: datetime, listings: FactListings
+    ) -> tuple[list[Memory], list[Memory]]:
         """Path A's records, by exact lookup (no search): the character's canon (pinned canon records, then the
         current canon facts) and the user's current facts. Nothing later than ``now``."""
         canon = partition_for("canon", character_id)
@@ -215,13 +230,13 @@ class Recaller:
         canon_facts = [m for m in current([m for m in canon_memories if m.kind == "fact"], states).values()
                        if m.memory_id not in {p.memory_id for p in pinned}]
         canon_facts.sort(key=lambda m: (m.created_at, m.memory_id))
-        mine = [f for f in self._store.list_facts(partition_for("user", character_id, user_id)) if f.created_at <= now]
-        facts = list(current(mine, self._store.get_states([f.memory_id for f in mine])).values())
+        listed, listed_states = self._fact_listing(partition_for("user", character_id, user_id), listings)
+        facts = list(current([f for f in listed if f.created_at <= now], listed_states).values())
         return [*sorted(pinned, key=lambda m: (m.created_at, m.memory_id)), *canon_facts], facts
 
     def _current_facts_only(
         self, character_id: str, candidates: list[Candidate], memories: dict[str, Memory],
-        states: dict[str, MemoryState], notes: list[str],
+        states: dict[str, MemoryState], notes: list[str], listings: FactListings,
     ) -> tuple[list[Candidate], dict[str, Memory], dict[str, MemoryState]]:
         """Facts that are not current leave; a stale memory brings the fact that replaced it; canon wins.
 
@@ -242,8 +257,7 @@ class Recaller:
         by_partition: dict[Partition, set[str]] = {}
         canon_slots: set[tuple[str, str]] = set()
         for part in fact_partitions:
-            facts = self._store.list_facts(part)
-            winners = current(facts, self._store.get_states([f.memory_id for f in facts]))
+            winners = current(*self._fact_listing(part, listings))
             by_partition[part] = {f.memory_id for f in winners.values()}
             if part.user_id == CANON:
                 canon_slots |= set(winners)
