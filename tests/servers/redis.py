@@ -26,12 +26,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
-from tests.servers.weaviate import _die_with_parent, _free_ports
+from tests.servers.process import ServerProcess, free_ports, spawn
 
 PACKAGE = "redis-server"
 READY_TIMEOUT_S = 30.0
@@ -98,28 +98,16 @@ def ensure(*, log: Log = _stderr) -> Path:
     return found
 
 
-@dataclass
-class RedisServer:
+@dataclass(kw_only=True)
+class RedisServer(ServerProcess):
     port: int
-    workdir: Path
-    process: subprocess.Popen[bytes]
-    command: list[str] = field(default_factory=list)  # what it was started with, for ``restart``
 
-    host = "127.0.0.1"
+    name = "redis-server"
+    log_name = "redis.log"
 
     @property
     def url(self) -> str:
         return f"redis://{self.host}:{self.port}/0"
-
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "redis.log"
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
     def client(self) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, socket_timeout=5)
@@ -129,72 +117,36 @@ class RedisServer:
         with self.client() as client:
             client.flushall()
 
-    def stop(self) -> None:
-        """Terminate (then kill, if it lingers) and remove the directory."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def kill(self) -> None:
-        """``kill -9``: as a crash would leave it. Without persistence (the default here) every key is gone."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-
     def restart(self, *, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Start it again on the same port and directory (after ``kill``); return once it answers PING."""
-        if self.process.poll() is None:
-            raise RuntimeError("redis-server is still running; kill() it first")
-        if not self.command:
-            raise RuntimeError("this server was not started by start(); there is no command to restart it with")
-        self.process = _spawn(self.command, self.workdir)
-        _wait_ready(self, ready_timeout_s)
+        """Without persistence (the default here) the restarted server holds no keys."""
+        super().restart(ready_timeout_s=ready_timeout_s)
 
-
-def _spawn(command: list[str], workdir: Path) -> subprocess.Popen[bytes]:
-    """The server process, its output appended to ``redis.log`` in ``workdir`` (a restart adds to the log)."""
-    log = (workdir / "redis.log").open("ab")
-    try:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=workdir, preexec_fn=_die_with_parent())
-    finally:
-        log.close()  # the child holds its own descriptor
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            status = self.process.poll()
+            if status is not None:
+                raise RedisStartError(f"redis-server exited with status {status} while starting:\n{self.log_tail()}")
+            try:
+                with self.client() as client:
+                    if client.ping():
+                        return
+            except redis.RedisError:
+                pass
+            time.sleep(0.05)
+        raise RedisStartError(f"redis-server did not answer PING within {timeout_s:.0f} s:\n{self.log_tail()}")
 
 
 def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> RedisServer:
     """Start the binary on a free loopback port with a fresh directory; return once it answers PING."""
-    (port,) = _free_ports(1)
+    (port,) = free_ports(1)
     workdir = Path(tempfile.mkdtemp(prefix="feltsense-redis-"))
     command = [str(binary), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir), "--save", "",
                "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"]
-    server = RedisServer(port=port, workdir=workdir, process=_spawn(command, workdir), command=command)
-    try:
-        _wait_ready(server, ready_timeout_s)
-    except BaseException:
-        server.stop()
-        raise
+    server = RedisServer(port=port, workdir=workdir, process=spawn(command, workdir, RedisServer.log_name),
+                         command=command)
+    server.start_or_stop(ready_timeout_s)
     return server
-
-
-def _wait_ready(server: RedisServer, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = server.process.poll()
-        if status is not None:
-            raise RedisStartError(f"redis-server exited with status {status} while starting:\n{server.log_tail()}")
-        try:
-            with server.client() as client:
-                if client.ping():
-                    return
-        except redis.RedisError:
-            pass
-        time.sleep(0.05)
-    raise RedisStartError(f"redis-server did not answer PING within {timeout_s:.0f} s:\n{server.log_tail()}")
 
 
 @contextlib.contextmanager

@@ -23,18 +23,18 @@ import contextlib
 import fcntl
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from tests.servers.process import ServerProcess, free_ports, spawn
 
 WEAVIATE_VERSION = "v1.32.0"
 PACKAGE = "github.com/weaviate/weaviate/cmd/weaviate-server"
@@ -180,57 +180,20 @@ def _go_install(go: str, version: str, staging: Path, *, log: Log, timeout_s: fl
     log(f"built weaviate-server {version} in {elapsed / 60:.1f} min ({compiled} packages compiled)")
 
 
-def _free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports: every socket stays bound until all are chosen."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind(("127.0.0.1", 0))
-            ports.append(int(sock.getsockname()[1]))
-        return ports
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """For the child between fork and exec: ask Linux to terminate it when this process dies, so a test run
-    that is killed outright leaves no server behind. Resolved before the fork (nothing is imported in the
-    child); None elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    prctl = ctypes.CDLL(None).prctl
-    pr_set_pdeathsig = 1
-    return lambda: prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-@dataclass
-class WeaviateServer:
+@dataclass(kw_only=True)
+class WeaviateServer(ServerProcess):
     """A running server. ``url`` is its HTTP address; the gRPC port is on the same host (127.0.0.1)."""
 
     http_port: int
     grpc_port: int
-    workdir: Path
-    process: subprocess.Popen[bytes]
-    # What it was started with, for ``restart``.
-    command: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
 
-    host = "127.0.0.1"
+    name = "weaviate-server"
+    log_name = "weaviate.log"
+    stop_timeout_s = 30.0
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.http_port}"
-
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "weaviate.log"
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
     def drop_collections(self, prefix: str) -> None:
         """Delete the collections whose names start with ``prefix`` (one test's data)."""
@@ -239,38 +202,30 @@ class WeaviateServer:
             if collection["class"].startswith(prefix):
                 httpx.delete(f"{self.url}/v1/schema/{collection['class']}", timeout=30).raise_for_status()
 
-    def stop(self) -> None:
-        """Terminate (then kill, if it lingers) and remove the data directory."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def kill(self) -> None:
-        """``kill -9``: no shutdown and no flush, as a crash would leave it. The data directory stays."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-
     def restart(self, *, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Start the same binary again on the same ports and data directory (after ``kill``), and wait until it
-        is ready: what an operator's supervisor does after a crash. Every port is kept, Raft's among them, so
-        the node finds itself where its log says it was."""
-        if self.process.poll() is None:
-            raise RuntimeError("weaviate-server is still running; kill() it first")
-        if not self.command:
-            raise RuntimeError("this server was not started by start(); there is no command to restart it with")
-        self.process = _spawn(self.command, self.env, self.workdir)
-        _wait_ready(self, ready_timeout_s)
+        """Every port is kept, Raft's among them, so the node finds itself where its log says it was."""
+        super().restart(ready_timeout_s=ready_timeout_s)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        ready = f"{self.url}/v1/.well-known/ready"
+        while time.monotonic() < deadline:
+            status = self.process.poll()
+            if status is not None:
+                raise WeaviateStartError(f"weaviate-server exited with status {status} while starting:\n"
+                                         f"{self.log_tail()}")
+            try:
+                if httpx.get(ready, timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise WeaviateStartError(f"weaviate-server was not ready within {timeout_s:.0f} s:\n{self.log_tail()}")
 
 
 def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> WeaviateServer:
     """Start the binary on free loopback ports with a fresh data directory; return once it is ready."""
-    http_port, grpc_port, gossip_port, data_port, raft_port, raft_rpc_port = _free_ports(6)
+    http_port, grpc_port, gossip_port, data_port, raft_port, raft_rpc_port = free_ports(6)
     workdir = Path(tempfile.mkdtemp(prefix="feltsense-weaviate-"))
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -293,40 +248,9 @@ def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> Weaviate
     }
     command = [str(binary), "--host", "127.0.0.1", "--port", str(http_port), "--scheme", "http"]
     server = WeaviateServer(http_port=http_port, grpc_port=grpc_port, workdir=workdir,
-                            process=_spawn(command, env, workdir), command=command, env=env)
-    try:
-        _wait_ready(server, ready_timeout_s)
-    except BaseException:
-        server.stop()
-        raise
+                            process=spawn(command, workdir, WeaviateServer.log_name, env), command=command, env=env)
+    server.start_or_stop(ready_timeout_s)
     return server
-
-
-def _spawn(command: list[str], env: dict[str, str], workdir: Path) -> subprocess.Popen[bytes]:
-    """The server process, its output appended to ``weaviate.log`` in ``workdir`` (a restart adds to the log)."""
-    log = (workdir / "weaviate.log").open("ab")
-    try:
-        return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=workdir, preexec_fn=_die_with_parent())
-    finally:
-        log.close()  # the child holds its own descriptor
-
-
-def _wait_ready(server: WeaviateServer, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    ready = f"{server.url}/v1/.well-known/ready"
-    while time.monotonic() < deadline:
-        status = server.process.poll()
-        if status is not None:
-            raise WeaviateStartError(f"weaviate-server exited with status {status} while starting:\n"
-                                     f"{server.log_tail()}")
-        try:
-            if httpx.get(ready, timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise WeaviateStartError(f"weaviate-server was not ready within {timeout_s:.0f} s:\n{server.log_tail()}")
 
 
 @contextlib.contextmanager
