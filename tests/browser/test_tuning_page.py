@@ -10,11 +10,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from engine.recall import stage_two_params, strength_params
 from engine.tuning import ScoringParams, StrengthParams, TuningProfile
 from scoring.rerank import salience_for, stage_two
 from scoring.strength import hybrid_decay, strength_curve
+from tests.servers.feltsense import FeltsenseService
 
 pytestmark = pytest.mark.browser
 playwright_sync = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (.[dev])")
@@ -37,55 +35,19 @@ CHROMIUM = os.environ.get("FELTSENSE_CHROMIUM") or shutil.which("chromium") or "
 K = "scoring.half_life_days_per_intensity_squared"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _cli(*args: str) -> list[str]:
     """The installed ``feltsense`` console script, or the same CLI as a module when it is not on disk."""
     script = Path(sys.executable).with_name("feltsense")
     return [str(script), *args] if script.exists() else [sys.executable, "-m", "eval.cli", *args]
 
 
-class Service:
-    """``python -m eval.cli serve`` on a free loopback port over a temporary data directory."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "eval.cli", "serve", "--port", str(self.port), "--data-dir", str(data_dir)],
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO,
-        )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                output = self.process.stdout.read().decode() if self.process.stdout else ""
-                raise AssertionError(f"the service exited early:\n{output}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        self.stop()
-        raise AssertionError("the service did not come up within 90 s")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+Service = FeltsenseService
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     running = Service(tmp_path_factory.mktemp("tuning-page") / "data")
+    running.start()
     yield running
     running.stop()
 

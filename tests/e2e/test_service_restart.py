@@ -5,11 +5,6 @@ Stopping and starting it again must keep every memory and trace (the store is du
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,49 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.servers.feltsense import FeltsenseService
+
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Service:
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "eval.cli", "serve", "--port", str(self.port), "--data-dir", str(self.data_dir)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                output = self.process.stdout.read().decode() if self.process.stdout else ""
-                raise AssertionError(f"the service exited early:\n{output}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        raise AssertionError("the service did not come up within 60 s")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
+Service = FeltsenseService
 
 
 @pytest.fixture
@@ -79,7 +37,7 @@ LUNA = [
 
 def _auth(service: Service) -> dict[str, str]:
     """The development key `make serve` prints (and keeps in the data directory)."""
-    return {"Authorization": f"Bearer {(service.data_dir / 'dev-key').read_text().strip()}"}
+    return service.headers()
 
 
 def _recall(service: Service) -> dict[str, Any]:

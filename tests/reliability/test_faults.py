@@ -16,11 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -53,6 +48,7 @@ from tests.fake_mistral import FakeMistral
 from tests.fakes import KeywordClassifier
 from tests.servers import redis as redis_servers
 from tests.servers import weaviate as weaviate_servers
+from tests.servers.feltsense import FeltsenseService
 from tests.servers.redis import RedisServer
 from tests.servers.weaviate import WeaviateServer
 
@@ -447,57 +443,12 @@ def test_a_mistral_outage_degrades_recall_and_loses_nothing(tmp_path: Path, keys
 # -- 5. kill -9 of the service during a batch ingest ------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Service:
-    """``feltsense serve`` over the embedded store in ``data_dir``: the real process, started, killed, restarted."""
+class Service(FeltsenseService):
+    """``feltsense serve`` over the embedded store, with the background pass every half second, so pending
+    traces are retried within the test's wait."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.url = f"http://127.0.0.1:{_free_port()}"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = data_dir.parent / "service.log"
-
-    def start(self) -> None:
-        port = self.url.rsplit(":", 1)[1]
-        # The background pass every half second, so that pending traces are retried within the test's wait.
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "FELTSENSE_BACKGROUND_INTERVAL_S": "0.5"}
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "eval.cli", "serve", "--port", port, "--data-dir", str(self.data_dir)],
-                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the service exited early:\n{self.log.read_text(errors='replace')}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            time.sleep(0.1)
-        raise AssertionError("the service did not come up within 60 s")
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()  # SIGKILL: no shutdown, no draining of the queued closes
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {(self.data_dir / 'dev-key').read_text().strip()}"}
+        super().__init__(data_dir, env={"FELTSENSE_BACKGROUND_INTERVAL_S": "0.5"})
 
 
 @pytest.fixture

@@ -1,0 +1,71 @@
+"""The real service for end-to-end tests: ``python -m eval.cli serve`` on a free loopback port over a data
+directory, started, stopped (SIGTERM), crashed (SIGKILL) and started again on the same port and data."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.servers.process import free_ports
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 90.0
+"""It loads the embedding model and the classifier before it answers /healthz."""
+
+
+class FeltsenseService:
+    def __init__(self, data_dir: Path, *, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        (self.port,) = free_ports(1)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = env or {}
+        self.log = data_dir.parent / "service.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Start it (again: the same port and data directory) and wait until /healthz answers."""
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as log:  # a file, not a pipe nobody reads: the service logs every recall
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "eval.cli", "serve", "--port", str(self.port), "--data-dir",
+                 str(self.data_dir)],
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=REPO,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the service exited early:\n{self.log.read_text(errors='replace')}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(f"the service did not come up within {timeout_s:.0f} s")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no draining of queued work, as a crash would leave it."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def headers(self) -> dict[str, str]:
+        """The development key the embedded default prints (and keeps in the data directory)."""
+        return {"Authorization": f"Bearer {(self.data_dir / 'dev-key').read_text().strip()}"}
