@@ -96,6 +96,16 @@ def strengths(
     )
 
 
+def anchor_matrix(matches: Sequence[tuple[str, ...]]) -> np.ndarray:
+    """Candidates x the distinct anchors the message named (case-folded): which candidate carries which."""
+    columns = {key: j for j, key in enumerate(dict.fromkeys(a.casefold() for found in matches for a in found))}
+    matrix = np.zeros((len(matches), len(columns)), dtype=bool)
+    for i, found in enumerate(matches):
+        for anchor in found:
+            matrix[i, columns[anchor.casefold()]] = True
+    return matrix
+
+
 class Recaller:
     def __init__(
         self, *, store: MemoryStore, embedder: Embedder, profiles: ProfileSource, clock: Callable[[], datetime],
@@ -333,7 +343,7 @@ class Recaller:
         valence = np.array(valence_)
         ages = (now_epoch - np.array(created_)) / SECONDS_PER_DAY
         emotional = np.array(emotional_, dtype=bool)
-        anchor_hit = np.array([bool(m) for m in matches], dtype=bool)
+        anchor_matches = anchor_matrix(matches)
         ordered_memories = [memories[c.memory_id] for c in candidates]
         # Strength moves the ranking within bounds: score x (1 - w + w x strength). As a full multiplier, a
         # months-old answer lost to last week's chatter by 5x whatever the question (measured on LoCoMo). A
@@ -348,7 +358,7 @@ class Recaller:
         scope_weight = np.array([weights[m.scope] for m in ordered_memories])
 
         ranked = stage_two(
-            relevance, intensity, valence, ages, emotional, anchor_hit, strength, scope_weight,
+            relevance, intensity, valence, ages, emotional, anchor_matches, strength, scope_weight,
             stage_two_params(profile, n),
         )
         order = ranked.order

@@ -5,6 +5,7 @@ It must rank exactly as ``scoring.rerank.stage_two``; it is deliberately written
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from scoring.rerank import StageTwoParams
@@ -16,14 +17,22 @@ def stage_two_reference(
     valence: Sequence[float],
     age_days: Sequence[float],
     is_emotional: Sequence[bool],
-    anchor_hit: Sequence[bool],
+    anchor_matches: Sequence[Sequence[bool]] | Sequence[bool],
     strength: Sequence[float],
     scope_weight: Sequence[float],
     params: StageTwoParams,
 ) -> tuple[list[int], list[float]]:
+    n = len(relevance)
+    rows = [list(row) if isinstance(row, Sequence) else [bool(row)] for row in anchor_matches]
+    carried = [sum(1 for row in rows if row[j]) for j in range(len(rows[0]) if rows else 0)]
+    specificity = [
+        max((1.0 if n == 1 else math.log(n / carried[j]) / math.log(n) for j, hit in enumerate(row) if hit),
+            default=0.0)
+        for row in rows
+    ]
     scores: list[float] = []
     standing: list[bool] = []
-    for i in range(len(relevance)):
+    for i in range(n):
         if is_emotional[i]:
             half_life = max(params.per_intensity_squared * intensity[i] * intensity[i], params.min_half_life_days)
             base = intensity[i]
@@ -31,8 +40,9 @@ def stage_two_reference(
             half_life = params.factual_half_life_days
             base = params.factual_salience
         salience = base * 0.5 ** (max(age_days[i], 0.0) / half_life)
-        weight = params.salience_base + (1.0 - params.salience_base) * salience
-        boost = params.anchor_boost if anchor_hit[i] else 1.0
+        ranking_salience = max(salience, params.factual_salience) if is_emotional[i] else salience
+        weight = params.salience_base + (1.0 - params.salience_base) * ranking_salience
+        boost = 1.0 + (params.anchor_boost - 1.0) * specificity[i]
         scores.append(relevance[i] * weight * boost * strength[i] * scope_weight[i])
         toned = (is_emotional[i] and intensity[i] >= params.tone_min_intensity
                  and valence[i] <= params.tone_max_valence)

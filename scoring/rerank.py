@@ -1,8 +1,17 @@
 """Stage two: a deterministic rerank of stage one's candidates using the traces written beside each memory.
 
 score = relevance x salience_weight x anchor_boost x strength x scope_weight, where
-salience_weight = salience_base + (1 - salience_base) x salience. Every component is returned, so any ranking
-can be explained. Ties break by candidate position (stage one's order), so the result is fully deterministic.
+
+- salience_weight = salience_base + (1 - salience_base) x max(salience, factual_salience) for an emotional trace
+  (its feeling adds weight while it lasts, and a faded feeling leaves the memory as heavy as small talk, not
+  lighter), and salience_base + (1 - salience_base) x salience for a factual one;
+- anchor_boost = 1 + (anchor_boost - 1) x specificity, where specificity is how rare the best anchor the message
+  names is among the candidates: 1 for an anchor only this memory carries, 0 for one every candidate carries. An
+  anchor every memory shares (the user's own name, a friend named in every turn) tells the candidates nothing.
+
+A memory whose high-intensity negative feeling has decayed into a standing rule leaves the ranking (seed 004: it
+stops competing for context slots and the rule speaks for it). Every component is returned, so any ranking can
+be explained. Ties break by candidate position (stage one's order), so the result is fully deterministic.
 """
 
 from __future__ import annotations
@@ -60,20 +69,42 @@ def salience_for(
     )
 
 
+def _matrix(anchor_matches: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    matches = np.asarray(anchor_matches, dtype=bool)
+    return matches[:, None] if matches.ndim == 1 else matches
+
+
+def anchor_specificity(anchor_matches: NDArray[np.bool_]) -> F64:
+    """Per candidate, how rare the rarest anchor it shares with the message is among the candidates, in [0, 1].
+
+    ``anchor_matches`` is candidates x anchors (which of the message's anchors each candidate carries); a 1-D
+    array is one anchor. An anchor carried by ``d`` of ``n`` candidates has specificity ln(n / d) / ln(n): 1 when
+    only one candidate carries it, 0 when all do. A candidate without a match has 0.
+    """
+    matches = _matrix(anchor_matches)
+    n = matches.shape[0]
+    carried = np.maximum(matches.sum(axis=0), 1)
+    per_anchor = np.ones(matches.shape[1]) if n <= 1 else np.log(n / carried) / np.log(n)
+    best: F64 = np.where(matches, per_anchor, 0.0).max(axis=1, initial=0.0)
+    return best
+
+
 def stage_two(
     relevance: F64,
     intensity: F64,
     valence: F64,
     age_days: F64,
     is_emotional: NDArray[np.bool_],
-    anchor_hit: NDArray[np.bool_],
+    anchor_matches: NDArray[np.bool_],
     strength: F64,
     scope_weight: F64,
     params: StageTwoParams,
 ) -> StageTwoResult:
+    """Rank the candidates; ``anchor_matches`` is candidates x the message's anchors (see ``anchor_specificity``)."""
     salience, half_life = salience_for(intensity, age_days, is_emotional, params)
-    salience_weight = params.salience_base + (1.0 - params.salience_base) * salience
-    boost = np.where(anchor_hit, params.anchor_boost, 1.0)
+    ranking_salience = np.where(is_emotional, np.maximum(salience, params.factual_salience), salience)
+    salience_weight = params.salience_base + (1.0 - params.salience_base) * ranking_salience
+    boost = 1.0 + (params.anchor_boost - 1.0) * anchor_specificity(anchor_matches)
     score = relevance * salience_weight * boost * strength * scope_weight
     toned, standing = tone_masks(
         intensity, valence, salience, is_emotional, min_intensity=params.tone_min_intensity,

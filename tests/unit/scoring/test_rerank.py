@@ -24,10 +24,9 @@ def candidate_arrays(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
     def floats(lo: float, hi: float) -> np.ndarray:
         return draw(arrays(np.float64, n, elements=st.floats(lo, hi, allow_nan=False)))
 
-    def bools() -> np.ndarray:
-        return draw(arrays(np.bool_, n))
-
-    return (floats(0, 1), floats(0, 1), floats(-1, 1), floats(0, 2000), bools(), bools(), floats(0.01, 2),
+    emotional = draw(arrays(np.bool_, n))
+    anchors = draw(arrays(np.bool_, (n, draw(st.integers(0, 4)))))  # which of the message's anchors each carries
+    return (floats(0, 1), floats(0, 1), floats(-1, 1), floats(0, 2000), emotional, anchors, floats(0.01, 2),
             floats(0.01, 2))
 
 
@@ -42,7 +41,7 @@ def test_default_half_lives_match_the_design() -> None:
 @settings(max_examples=300, deadline=None)
 def test_numpy_scorer_ranks_exactly_like_the_reference(case: tuple[np.ndarray, ...]) -> None:
     fast = stage_two(*case, PARAMS)
-    order, scores = stage_two_reference(*(a.tolist() for a in case), PARAMS)
+    order, scores = stage_two_reference(*(a.tolist() for a in case), PARAMS)  # type: ignore[arg-type]
     assert fast.order.tolist() == order
     assert fast.score == pytest.approx(scores)
 
@@ -86,6 +85,35 @@ def test_an_anchor_hit_outranks_a_slightly_more_relevant_miss() -> None:
                        np.array([False, True]), np.ones(2), np.ones(2), PARAMS)
     assert result.order.tolist()[0] == 1
     assert result.anchor_boost.tolist() == [1.0, PARAMS.anchor_boost]
+
+
+def test_an_anchor_every_candidate_carries_boosts_nobody_and_a_rare_one_boosts_fully() -> None:
+    """The user's own name in every memory tells the candidates nothing; "Luna" in one of them does."""
+    everyone, luna = [True, True, True, True], [False, False, True, False]
+    matches = np.array([everyone, luna]).T
+    result = stage_two(np.array([0.5, 0.5, 0.4, 0.45]), np.zeros(4), np.zeros(4), np.full(4, 5.0), np.zeros(4, bool),
+                       matches, np.ones(4), np.ones(4), PARAMS)
+    assert result.anchor_boost.tolist() == pytest.approx([1.0, 1.0, PARAMS.anchor_boost, 1.0])
+    assert result.order.tolist()[0] == 2
+
+
+def test_an_anchor_half_the_candidates_carry_boosts_them_partly() -> None:
+    result = stage_two(np.full(4, 0.5), np.zeros(4), np.zeros(4), np.full(4, 5.0), np.zeros(4, bool),
+                       np.array([True, True, False, False]), np.ones(4), np.ones(4), PARAMS)
+    half = 1.0 + (PARAMS.anchor_boost - 1.0) * 0.5  # ln(4 / 2) / ln(4)
+    assert result.anchor_boost.tolist() == pytest.approx([half, half, 1.0, 1.0])
+
+
+def test_a_faded_feeling_weighs_as_much_as_small_talk_never_less() -> None:
+    """A mild moment from months ago is no less worth recalling than a fact said the same day; a fresh intense
+    one is worth more."""
+    ages = np.array([180.0, 180.0, 1.0])
+    result = stage_two(np.full(3, 0.5), np.array([0.3, 0.3, 0.9]), np.zeros(3), ages, np.array([False, True, True]),
+                       np.zeros(3, bool), np.ones(3), np.ones(3), PARAMS)
+    factual, faded, fresh = result.salience_weight
+    assert factual <= faded == pytest.approx(factual, rel=0.01)
+    assert fresh > factual
+    assert result.salience[1] < 1e-6  # the feeling itself has faded; only its weight in ranking is floored
 
 
 def test_facts_stay_nearly_flat_while_mild_feelings_fade() -> None:
