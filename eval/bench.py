@@ -52,20 +52,23 @@ ScorerCase = tuple[F64, F64, F64, F64, Bools, Bools, F64, F64]
 
 
 def scorer_inputs(rng: np.random.Generator, n: int = CANDIDATES) -> ScorerCase:
-    """relevance, intensity, valence, age_days, is_emotional, anchor_hit, strength, scope_weight."""
+    """relevance, intensity, valence, age_days, is_emotional, anchor_matches (candidates x 3 of the message's
+    anchors), strength, scope_weight."""
     return (
         rng.random(n),
         rng.random(n),
         rng.random(n) * 2.0 - 1.0,
         rng.random(n) * 120.0,
         rng.random(n) < 0.5,
-        rng.random(n) < 0.1,
+        rng.random((n, 3)) < 0.1,
         0.5 + rng.random(n),
         np.ones(n),
     )
 
 
-ListCase = tuple[list[float], list[float], list[float], list[float], list[bool], list[bool], list[float], list[float]]
+ListCase = tuple[
+    list[float], list[float], list[float], list[float], list[bool], list[list[bool]], list[float], list[float]
+]
 
 
 def _as_lists(case: ScorerCase) -> ListCase:
@@ -110,7 +113,9 @@ def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
 
 
 def _engine_stage_two_samples(iterations: int, seed: int) -> list[float]:
-    """Stage two as recall runs it, 40 -> 6: arrays from 40 traces, anchor matching, the kernel, 6 results."""
+    """Stage two as recall runs it, 40 -> 6: arrays from 40 traces, anchor matching, the kernel, the diversity pass
+    (which reads the contenders' vectors from an embedded store), 6 results."""
+    from engine.adapters.embedded_store import EmbeddedStore
     from engine.adapters.hashing_embedder import HashingEmbedder
     from engine.models import Candidate, Leg, Memory, MemoryKind, Trace, TraceStatus
     from engine.recall import Recaller
@@ -131,8 +136,11 @@ def _engine_stage_two_samples(iterations: int, seed: int) -> list[float]:
             kind=MemoryKind.EMOTIONAL if emotional else MemoryKind.FACTUAL, written_at=start,
         )
         candidates.append(Candidate(memory_id=memory_id, relevance=rng.random(), legs=(Leg.VECTOR,)))
-    recaller = Recaller(store=None, embedder=HashingEmbedder(), profiles=ProfileSource(),  # type: ignore[arg-type]
-                        clock=lambda: start)
+    embedder = HashingEmbedder()
+    folder = tempfile.TemporaryDirectory(prefix="feltsense-bench-")
+    store = EmbeddedStore(Path(folder.name), embedding_model=embedder.model_id, dimension=embedder.dimension)
+    store.add_memories(list(memories.values()), embedder.embed([m.text for m in memories.values()]))
+    recaller = Recaller(store=store, embedder=embedder, profiles=ProfileSource(), clock=lambda: start)
     query = RecallQuery(character_id="ava", user_id="u", message="I walked Luna past the garden today")
     profile = ProfileSource().profile_for("ava")
     now = start + timedelta(days=130)
@@ -140,9 +148,13 @@ def _engine_stage_two_samples(iterations: int, seed: int) -> list[float]:
     def run() -> object:
         return recaller.stage_two(query, candidates, memories, traces, now, profile, limit=6)
 
-    for _ in range(200):
-        run()
-    return _time_us(run, iterations)
+    try:
+        for _ in range(200):
+            run()
+        return _time_us(run, iterations)
+    finally:
+        store.close()
+        folder.cleanup()
 
 
 _SUBJECTS = ["my sister", "my boss", "the dog", "my mom", "my friend Sam", "our neighbour", "my partner",
