@@ -59,17 +59,27 @@ class ScoringParams(_Params):
     )
     factual_salience: float = Field(
         default=0.3, ge=0.0, le=1.0,
-        description="salience of a factual trace: facts decay by supersession, not by age",
+        description=(
+            "salience of a factual trace: facts decay by supersession, not by age; in ranking, a faded emotional "
+            "trace never weighs less than this"
+        ),
     )
     factual_half_life_days: float = Field(
         default=3650.0, gt=0.0, description="factual traces are nearly flat: a ten-year half-life"
     )
     salience_base: float = Field(
-        default=0.5, ge=0.0, le=1.0,
-        description="salience weight = base + (1 - base) x salience; a flat memory still ranks by relevance",
+        default=0.7, ge=0.0, le=1.0,
+        description=(
+            "salience weight = base + (1 - base) x salience; a flat memory still ranks by relevance (0.7: a fresh "
+            "intense moment outweighs small talk by at most 1.27x, so feeling reorders near-ties, not answers)"
+        ),
     )
     anchor_boost: float = Field(
-        default=2.5, ge=1.0, le=100.0, description="multiplier when the message names one of the memory's anchors"
+        default=2.5, ge=1.0, le=100.0,
+        description=(
+            "multiplier when the message names one of the memory's anchors, scaled by how rare the anchor is among "
+            "the candidates: full for an anchor one memory carries, none for one they all carry"
+        ),
     )
 
 
@@ -129,8 +139,11 @@ class StrengthParams(_Params):
         default=0.05, ge=0.0, le=1.0, description="the nightly sweep archives memories whose strength is below this"
     )
     ranking_weight: float = Field(
-        default=0.25, ge=0.0, le=1.0,
-        description="how far strength moves ranking: score x (1 - w + w x strength); 1 = strength multiplies fully",
+        default=0.1, ge=0.0, le=1.0,
+        description=(
+            "how far strength moves ranking: score x (1 - w + w x strength); 1 = strength multiplies fully. Strength "
+            "governs the lifecycle (archive, floors, stale); in ranking it only breaks near-ties"
+        ),
     )
 
 

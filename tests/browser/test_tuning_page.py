@@ -114,7 +114,7 @@ def test_the_pages_curves_match_the_python_scoring_functions(page: Any) -> None:
                 js = page.evaluate(
                     """([i, ages, emotional, s]) => ages.map((a) => {
                          const sal = window.tuningCurves.salience(i, a, emotional, s);
-                         return [sal, window.tuningCurves.salienceWeight(sal, s)];
+                         return [sal, window.tuningCurves.salienceWeight(sal, emotional, s)];
                        })""",
                     [intensity, ages, emotional, scoring],
                 )
@@ -197,7 +197,7 @@ def test_edit_replay_save_and_roll_back(page: Any, service: Service, director_ke
     newest = page.locator("#history tbody tr[data-version='2']")
     assert "grief lingers longer for mira" in newest.inner_text()
     assert newest.locator("ul.diff li").all_inner_texts() == [
-        f"{K}: 33.333333333333336 → 60", "scoring.factual_salience: 0.3 → 0", "scoring.salience_base: 0.5 → 0"]
+        f"{K}: 33.333333333333336 → 60", "scoring.factual_salience: 0.3 → 0", "scoring.salience_base: 0.7 → 0"]
     assert float(field(page, K).input_value()) == 60
 
     # One click rolls back to version 1: a new version 3 with the old values and the note.
@@ -208,7 +208,7 @@ def test_edit_replay_save_and_roll_back(page: Any, service: Service, director_ke
     assert "rollback to v1" in rolled.inner_text()
     assert f"{K}: 60 → 33.333333333333336" in rolled.inner_text()
     assert float(field(page, K).input_value()) == pytest.approx(100 / 3)
-    assert field(page, "scoring.salience_base").input_value() == "0.5"
+    assert field(page, "scoring.salience_base").input_value() == "0.7"
     served = httpx.get(f"{service.url}/v1/characters/mira/tuning",
                        headers={"Authorization": f"Bearer {director_key}"}).json()
     assert served["version"] == 3
