@@ -69,11 +69,6 @@ def salience_for(
     )
 
 
-def _matrix(anchor_matches: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    matches = np.asarray(anchor_matches, dtype=bool)
-    return matches[:, None] if matches.ndim == 1 else matches
-
-
 def anchor_specificity(anchor_matches: NDArray[np.bool_]) -> F64:
     """Per candidate, how rare the rarest anchor it shares with the message is among the candidates, in [0, 1].
 
@@ -81,7 +76,9 @@ def anchor_specificity(anchor_matches: NDArray[np.bool_]) -> F64:
     array is one anchor. An anchor carried by ``d`` of ``n`` candidates has specificity ln(n / d) / ln(n): 1 when
     only one candidate carries it, 0 when all do. A candidate without a match has 0.
     """
-    matches = _matrix(anchor_matches)
+    matches = np.asarray(anchor_matches, dtype=bool)
+    if matches.ndim == 1:
+        matches = matches[:, None]
     n = matches.shape[0]
     carried = np.maximum(matches.sum(axis=0), 1)
     per_anchor = np.ones(matches.shape[1]) if n <= 1 else np.log(n / carried) / np.log(n)
