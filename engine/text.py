@@ -24,7 +24,6 @@ STOPWORDS = frozenset(
     whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
     just really also maybe get got yeah yes ok okay oh hey hi hello thanks thank im ive dont cant
     like lot lots kind sort stuff thing things gonna wanna actually honestly pretty quite well
-    like lot lots kind sort stuff thing things gonna wanna actually honestly pretty quite well
     """.split()
 )
 
