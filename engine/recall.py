@@ -74,9 +74,11 @@ def strength_params(profile: TuningProfile) -> strength_kernel.StrengthParams:
 
 
 def strengths(
-    memories: Sequence[Memory], states: dict[str, MemoryState], now: datetime, profile: TuningProfile
+    memories: Sequence[Memory], states: dict[str, MemoryState], now: datetime, profile: TuningProfile, *,
+    with_stale: bool = True,
 ) -> np.ndarray:
-    """The live strength scalar of each memory, from its stored signal vector (scoring.strength)."""
+    """The live strength scalar of each memory, from its stored signal vector (scoring.strength).
+    ``with_stale=False`` leaves the stale multiplier out, for a caller that applies it itself."""
     rows = [states.get(m.memory_id) or MemoryState(memory_id=m.memory_id) for m in memories]
     validated = [
         (s.signals.last_validated or m.created_at).timestamp() for m, s in zip(memories, rows, strict=True)
@@ -91,7 +93,7 @@ def strengths(
         # The protected class: canon, and atomic facts (a fact is outdated by supersession, not by age).
         canon=np.array([m.scope == "canon" or m.kind == "fact" for m in memories], dtype=bool),
         pinned=np.array([s.pinned for s in rows], dtype=bool),
-        stale=np.array([s.stale for s in rows], dtype=bool),
+        stale=np.array([with_stale and s.stale for s in rows], dtype=bool),
         params=strength_params(profile),
     )
 
@@ -319,6 +321,7 @@ class Recaller:
         """Stage two as recall runs it: arrays from the traces, anchor matching, the numpy kernel, strength and
         scope weights, then maximal marginal relevance over what ranked, and the results."""
         candidates = [c for c in candidates if c.memory_id in memories]
+        states = states or {}
         if not candidates:
             return [], []
         message_terms = frozenset(terms(query.message))
@@ -348,10 +351,9 @@ class Recaller:
         # Strength moves the ranking within bounds: score x (1 - w + w x strength). As a full multiplier, a
         # months-old answer lost to last week's chatter by 5x whatever the question (measured on LoCoMo). A
         # memory carrying a superseded fact keeps the full stale weight on top, so it never outranks the fact.
-        raw = strengths(ordered_memories, {k: v.model_copy(update={"stale": False}) for k, v in (states or {}).items()},
-                        now, profile)
+        raw = strengths(ordered_memories, states, now, profile, with_stale=False)
         w = profile.strength.ranking_weight
-        stale = np.array([(states or {}).get(m.memory_id, MemoryState(memory_id="")).stale for m in ordered_memories])
+        stale = np.array([(s := states.get(m.memory_id)) is not None and s.stale for m in ordered_memories], dtype=bool)
         strength = (1.0 - w + w * raw) * np.where(stale, profile.strength.stale_weight, 1.0)
         weights = {"user": profile.scopes.user_weight, "canon": profile.scopes.canon_weight,
                    "shared": profile.scopes.shared_weight}
@@ -385,7 +387,7 @@ class Recaller:
                     matched_anchors=matches[i],
                     kind=memory.kind,
                     scope=memory.scope,
-                    stale=bool((states or {}).get(memory.memory_id, MemoryState(memory_id="")).stale),
+                    stale=bool(stale[i]),
                     components=ScoreComponents(
                         relevance=float(relevance[i]),
                         salience=float(ranked.salience[i]),
