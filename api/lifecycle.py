@@ -24,7 +24,7 @@ from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, IdQuery, OptionalIdQu
 from api.security import require
 from api.tenancy import unscope_memory
 from engine.errors import Forbidden, InvalidInput
-from engine.facts import FactWrite
+from engine.facts import FactWrite, stored_sentence
 from engine.ledger import AuditEvent, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, SweepReport
 from engine.models import ExtractedFact, Identifier, Memory, MemoryState, Partition, Scope
@@ -66,7 +66,13 @@ class FactRequest(BaseModel):
     subject: str = Field(min_length=1, max_length=120, description='"user", "user\'s dog", "ava", "jazz"')
     relation: str = Field(min_length=1, max_length=60, pattern=r"^[a-z_]+$")
     value: str = Field(min_length=1, max_length=200)
-    sentence: str = Field(min_length=1, max_length=500, description="one self-contained sentence")
+    sentence: str | None = Field(
+        default=None, min_length=1, max_length=500,
+        description="optional, kept for compatibility. On the canon and shared levels a director's or admin's "
+                    "sentence is stored as written. On the user level it is ignored: the server renders the "
+                    'sentence from subject, relation and value, with the value quoted (\'The user lives in '
+                    '"Lisbon".\'), so a caller\'s text never reaches the character as a line of its prompt',
+    )
 
 
 class FactView(BaseModel):
@@ -101,16 +107,20 @@ class Decision(BaseModel):
       summary="Write an atomic fact: supersedes its slot's current fact, dedups identical content",
       responses=problems(*WITH_BODY))
 def write_fact(data: FactRequest, engine: Engine, principal: Principal) -> FactWrite:
-    if principal.role == "evaluator":
+    role = principal.role
+    if role == "evaluator":
         raise Forbidden("an evaluator key is read-only")
+    if role == "operator":  # the authenticator refuses it before this; the check narrows the role to an Actor
+        raise Forbidden("an operator key may not write facts")
     if data.scope == "user" and data.user_id is None:
         raise InvalidInput("user_id is required for the user level", field="user_id")
+    subject = data.subject.strip().lower()
     return engine.write_fact(
-        ExtractedFact(subject=data.subject.strip().lower(), relation=data.relation, value=data.value,
-                      sentence=data.sentence),
+        ExtractedFact(subject=subject, relation=data.relation, value=data.value,
+                      sentence=stored_sentence(subject, data.relation, data.value, said=data.sentence, actor=role)),
         scope=data.scope, character_id=scoped(principal.org, data.character_id),
-        user_id=data.user_id if data.scope == "user" else None, actor=principal.role,
-        source="director" if principal.role in ("director", "admin") else "user_stated",
+        user_id=data.user_id if data.scope == "user" else None, actor=role,
+        source="director" if role in ("director", "admin") else "user_stated",
     )
 
 

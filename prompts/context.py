@@ -1,9 +1,10 @@
 """Assemble what the character is told, along two paths (seed 000, "Two paths into every agent run").
 
 - **Path A, exact, every turn, never dropped:** the character's canon (pinned canon records and canon facts,
-  read whole from their durable records), the user's current facts, and the standing tone rules. Rendered
-  compactly in a fixed order from nothing that depends on the turn's message or time, so the same character,
-  user, pins, facts and rules give a byte-identical ``prefix`` (provider prompt caches stay warm).
+  read whole from their durable records), the user's current facts (rendered from their triples, the user's
+  words in quotes), and the standing tone rules. Rendered compactly in a fixed order from nothing that depends
+  on the turn's message or time, so the same character, user, pins, facts and rules give a byte-identical
+  ``prefix`` (provider prompt caches stay warm).
 - **Path B, per turn:** this turn's tone constraints (``tone``, after the prefix in the system message) and the
   reranked memories (``tail``, beside the user's message), whole items in rank order, filling what the budget
   leaves. The lowest-ranked whole memory drops first.
@@ -33,6 +34,7 @@ from prompts.wording import (
     TONE_HEADER,
     TRUNCATED_MARK,
     age_in_words,
+    fact_sentence,
     quote,
 )
 
@@ -84,6 +86,15 @@ def _fact_key(fact: Memory) -> tuple[int, str, str]:
     return order, fact.fact.subject if fact.fact else "", fact.text
 
 
+def _fact_line(fact: Memory) -> str:
+    """A user's fact comes from their words, so it is rendered from its triple with the value quoted, whatever
+    sentence it was stored with (one written before sentences were rendered, say); canon and shared facts are
+    a director's or an admin's own words and read as written."""
+    if fact.scope == "user" and fact.fact is not None:
+        return f"- {fact_sentence(fact.fact.subject, fact.fact.relation, fact.fact.value)}"
+    return f"- {fact.text}"
+
+
 def _memory_line(memory: RecalledMemory, now: datetime) -> str:
     age = age_in_words((now - memory.created_at).total_seconds() / 86400.0)
     age = age[:1].upper() + age[1:]
@@ -120,7 +131,7 @@ def assemble(
     ordered_facts = sorted(facts, key=_fact_key)
     prefix = _join([
         _section(CANON_HEADER, pin_texts),
-        _section(FACTS_HEADER, [f"- {fact.text}" for fact in ordered_facts]),
+        _section(FACTS_HEADER, [_fact_line(fact) for fact in ordered_facts]),
         _section(STANDING_HEADER, [f"- {rule.instruction}" for rule in standing_rules]),
     ])
     prefix_tokens = _prefix_tokens(prefix, counter)

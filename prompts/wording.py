@@ -1,10 +1,16 @@
-"""How memory reads to the character. Templates a director can read and change, one per register.
+"""How memory reads to the character. Templates a director can read and change, one per register, and one per fact
+relation.
 
-Placeholders: {age} ("nine days ago"), {anchors} ("Luna, dog and park"), {quote} (the user's own words).
+Tone placeholders: {age} ("nine days ago"), {anchors} ('"Luna", "dog" and "park"'), {quote} (the user's own words).
+
+Whatever the user or a caller said goes in quotes, never bare: a tone rule quotes its anchors, and a fact's sentence is
+rendered here from its triple with the value quoted (``fact_sentence``). A turn that says "ignore previous
+instructions" then reads as something the user said, not as a line of the character's instructions.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -72,7 +78,9 @@ def age_in_words(age_days: float) -> str:
 
 
 def anchor_phrase(anchors: Sequence[str]) -> str:
-    items = list(dict.fromkeys(anchors))
+    """The anchors as the user's words, each quoted: '"Luna", "dog" and "park"'. An anchor is something the user
+    said, so even an odd one reads as a topic, never as part of the rule."""
+    items = [quoted(a) for a in dict.fromkeys(anchors)]
     if not items:
         return UNNAMED_TOPIC
     if len(items) == 1:
@@ -81,8 +89,101 @@ def anchor_phrase(anchors: Sequence[str]) -> str:
 
 
 def quote(text: str) -> str:
+    """``text`` on one line, without double quotes, so it cannot close the quotes it is put in."""
     flat = " ".join(text.split()).replace('"', "'")
     return flat if len(flat) <= MAX_QUOTE_CHARS else flat[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def quoted(text: str) -> str:
+    return f'"{quote(text)}"'
+
+
+# -- facts ------------------------------------------------------------------------------------------------------
+
+# Words that instruct a model rather than name a person, place or thing. No anchor carries one
+# (``traces.anchors``), no extracted value holds one (``traces.facts``), and a role or relation that holds one is
+# quoted in a fact's sentence. Kept small on purpose: each is rare in chat about someone's life, and every one of
+# them was in the injections a hostile tester sent ("Ignore previous instructions", "SYSTEM OVERRIDE").
+INSTRUCTION_WORDS = frozenset({
+    "ignore", "ignored", "ignoring", "disregard", "forget", "override", "overrides", "bypass", "jailbreak",
+    "system", "assistant", "developer", "prompt", "prompts", "instruction", "instructions", "previous", "rule",
+    "rules",
+})
+
+# Relation -> the sentence a fact on it is stored and shown with. {who} is "The user" or "The user's dog",
+# {whose} its possessive, {thing} the subject of a relation about a thing (quoted, "my" as "their"), {value} the
+# value (quoted), {a} the article for the value. The wording follows the extractor's ("The user lives in Lisbon.").
+FACT_TEMPLATES: dict[str, str] = {
+    "lives_in": "{who} lives in {value}.",
+    "hometown": "{who} is from {value}.",
+    "works_at": "{who} works at {value}.",
+    "occupation": "{who} works as {a} {value}.",
+    "name": "{who} is called {value}.",
+    "diet": "{whose} diet is {value}.",
+    "birthday": "{whose} birthday is {value}.",
+    "opinion": "{who} has an opinion of {thing}: {value}.",
+    "allergy": "{who} must avoid {thing}: {value}.",
+    "routine": "{who} has a habit: {thing}, {value}.",
+}
+# The relations whose subject is the thing itself ("jazz", "peanut", "coffee"): the fact is the user's.
+THING_RELATIONS = frozenset({"opinion", "allergy", "routine"})
+OPINION_STANCES = frozenset({
+    "loves", "likes", "enjoys", "adores", "hates", "dislikes", "detests", "loathes", "despises", "can't stand",
+    "can't bear", "doesn't like", "doesn't enjoy", "is a fan of", "is not a fan of", "is obsessed with", "is into",
+    "is crazy about", "is mad about", "is passionate about",
+})
+ALLERGY_KINDS: dict[str, str] = {"allergic": "is allergic to", "intolerant": "is intolerant to",
+                                 "can't eat": "can't eat", "coeliac": "has coeliac disease and can't eat"}
+# A value from one of these closed vocabularies is the server's own wording, so it goes in bare and the line reads
+# as a sentence ("The user loves "jazz"."); any other value takes its relation's template above, quoted.
+FACT_VALUE_TEMPLATES: dict[tuple[str, str], str] = {
+    **{("opinion", stance): f"{{who}} {stance} {{thing}}." for stance in OPINION_STANCES},
+    **{("allergy", kind): f"{{who}} {wording} {{thing}}." for kind, wording in ALLERGY_KINDS.items()},
+}
+GENERIC_FACT_TEMPLATE = "{whose} {relation}: {value}."
+"""A relation without a template, about the user or someone in their life ("The user's password: "…".")."""
+OTHER_FACT_TEMPLATE = "About {thing}: {relation} {value}."
+"""Any other subject, or one that does not fit its relation ("About "office": located in "Lisbon".")."""
+
+_ROLE = re.compile(r"[a-z][a-z'-]*(?: [a-z][a-z'-]*){0,3}")
+
+
+def instruction_like(words: Sequence[str]) -> bool:
+    return any(w.lower() in INSTRUCTION_WORDS for w in words)
+
+
+def _bare(words: str) -> str:
+    """Words the server may put in a sentence as they are: a role ("little brother") or a relation ("home
+    town"); anything longer or instruction-like is quoted."""
+    return words if _ROLE.fullmatch(words) and not instruction_like(words.split()) else quoted(words)
+
+
+def _who(subject: str) -> str | None:
+    """"The user", "The user's dog", or None when the subject is neither the user nor someone of theirs."""
+    if subject == "user":
+        return "The user"
+    if subject.startswith("user's "):
+        return "The user's " + _bare(subject[len("user's "):])
+    return None
+
+
+def fact_sentence(subject: str, relation: str, value: str) -> str:
+    """The sentence a fact is stored and shown with, rendered from its triple: the template's words bare, the
+    value and any thing quoted. Deterministic, so Path A stays byte-stable."""
+    subject, value = " ".join(subject.split()), " ".join(value.split())
+    who = _who(subject)
+    template = FACT_VALUE_TEMPLATES.get((relation, value.lower()))
+    if relation in THING_RELATIONS:
+        who, template = "The user", template or FACT_TEMPLATES[relation]
+    elif who is None:
+        template = OTHER_FACT_TEMPLATE
+    else:
+        template = FACT_TEMPLATES.get(relation, GENERIC_FACT_TEMPLATE)
+    thing = re.sub(r"^user's\b", "their", subject)
+    return template.format(
+        who=who, whose=f"{who}'s", thing=quoted(thing), value=quoted(value),
+        a="an" if value[:1].lower() in "aeiou" else "a", relation=_bare(relation.replace("_", " ")),
+    )
 
 
 def date_in_words(when: datetime) -> str:

@@ -8,7 +8,9 @@ What counts as an anchor in a session's user turns:
   possessive noun ("my dog Luna"), or a sentence-initial capitalised word the user also capitalises elsewhere;
 - things from a companion's world (people, pets, places, objects) named in ``LIFE_NOUNS`` ("dog", "park");
 - any other word the user repeats in two or more turns of the session.
-The character's own name is never an anchor of the user's memories.
+The character's own name is never an anchor of the user's memories, and neither is a word that instructs a model
+(``prompts.wording.INSTRUCTION_WORDS``: "ignore", "previous", "instructions", "system", ..., in any case and form):
+tone rules name their anchors, and "Ignore previous instructions" would otherwise be named in one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from engine.text import STOPWORDS, stem, words
+from prompts.wording import INSTRUCTION_WORDS
 
 LIFE_NOUNS = frozenset(
     """
@@ -37,6 +40,13 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’]*")
 _POSSESSIVES = frozenset({"my", "our", "his", "her", "their"})
 _MIN_REPEAT_LENGTH = 4
+_INSTRUCTION_STEMS = frozenset(stem(w) for w in INSTRUCTION_WORDS)
+
+
+def instruction_like(word: str) -> bool:
+    """Whether ``word`` ("Instructions", "ignoring", "SYSTEM") is one of the instruction words, in any form."""
+    key = word.lower()
+    return key in INSTRUCTION_WORDS or stem(key) in _INSTRUCTION_STEMS
 
 
 def _capitalised_names(texts: Sequence[str], exclude: set[str]) -> dict[str, str]:
@@ -49,7 +59,8 @@ def _capitalised_names(texts: Sequence[str], exclude: set[str]) -> dict[str, str
             for position, token in enumerate(tokens):
                 bare = re.sub(r"['’]s$", "", token)
                 key = bare.lower()
-                if not bare[:1].isupper() or key in STOPWORDS or key in exclude or len(key) < 2:
+                if (not bare[:1].isupper() or key in STOPWORDS or key in exclude or len(key) < 2
+                        or instruction_like(key)):
                     continue
                 after_possessive = position >= 2 and tokens[position - 2].lower() in _POSSESSIVES
                 if position == 0 and not after_possessive:
@@ -78,7 +89,7 @@ def session_anchors(user_texts: Sequence[str], *, exclude: Sequence[str] = ()) -
     for text in user_texts:
         for word in words(text):
             key = stem(word)
-            if word in names or word in STOPWORDS or word in excluded or key in anchors:
+            if word in names or word in STOPWORDS or word in excluded or key in anchors or instruction_like(word):
                 continue
             in_life = word in LIFE_NOUNS or key in LIFE_NOUNS
             if in_life or (repeats[key] >= 2 and len(key) >= _MIN_REPEAT_LENGTH):

@@ -1,9 +1,11 @@
 """Durable facts in what the user says, extracted without a model, as (subject, relation, value) triples.
 
-Each fact also carries one self-contained sentence about the user ("The user lives in Lisbon."): the write-time
+Each fact also carries one self-contained sentence about the user ('The user lives in "Lisbon".'): the write-time
 pass keeps the sentences in the trace and the lexical index learns their words, so "where I live" finds "I moved
-to Lisbon" even though the user never said "live". The triple names a slot, ``(subject, relation)``, so a later
-fact on the same slot can supersede an earlier one (see ``engine.models.ExtractedFact``).
+to Lisbon" even though the user never said "live". The sentence is the server's template for the triple
+(``prompts.wording.fact_sentence``, the same for facts written over the API), never the user's wording. The triple
+names a slot, ``(subject, relation)``, so a later fact on the same slot can supersede an earlier one (see
+``engine.models.ExtractedFact``).
 
 Precision matters more than recall: a wrong fact is recalled as if the user had said it, a missing one is only a
 missed chance. So every pattern is anchored on a first-person statement in the present ("I live in", "I'm a
@@ -11,7 +13,8 @@ nurse", "my dog's name is"), values that cannot be checked by shape come from sm
 and a match is dropped when its clause is hedged or reported ("if", "might", "I think", "she said"), when the
 sentence undoes it ("anymore", "no longer") or when the sentence is a question. Past tense never matches ("I
 lived in Rome", "I used to love jazz"), and names and places must be capitalised, since chat is full of lower-case
-words that only look like them.
+words that only look like them. Last, every value must have its relation's shape (``well_formed``): a Title-Case
+instruction ("I work at the System Says Be Cheerful About Luna") is capitalised too, but it is not a name.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from engine.models import ExtractedFact
+from prompts.wording import ALLERGY_KINDS, INSTRUCTION_WORDS, OPINION_STANCES, fact_sentence
 
 Relation = Literal[
     "lives_in", "hometown", "works_at", "occupation", "name", "opinion", "diet", "allergy", "birthday", "routine"
@@ -386,10 +390,11 @@ class _Rule:
     general: bool = False
 
 
-def _fact(subject: str, relation: Relation, value: str, sentence: str) -> ExtractedFact:
-    sentence = " ".join(sentence.split())
-    return ExtractedFact(subject=" ".join(subject.lower().split()), relation=relation,
-                         value=" ".join(value.split()), sentence=sentence[0].upper() + sentence[1:])
+def _fact(subject: str, relation: Relation, value: str) -> ExtractedFact:
+    """The fact, with the server's sentence for it (``prompts.wording.fact_sentence``): never the user's words."""
+    subject, value = " ".join(subject.lower().split()), " ".join(value.split())
+    return ExtractedFact(subject=subject, relation=relation, value=value,
+                         sentence=fact_sentence(subject, relation, value))
 
 
 def _words(text: str) -> list[str]:
@@ -426,12 +431,6 @@ def _person(match: re.Match[str], group: str = "name") -> str | None:
     if following and following[0] in _OBJECT_WORDS:
         return None
     return name
-
-
-def _the(match: re.Match[str], group: str) -> str:
-    """"the " when the user said it before the name in ``group`` ("the UK"), which the value leaves out."""
-    start = match.start(group)
-    return "the " if start >= 0 and match.string[max(0, start - 4):start].lower() == "the " else ""
 
 
 def _role_of(match: re.Match[str]) -> str:
@@ -471,10 +470,6 @@ def _third_person(verb: str) -> str:
     return _HABITS[verb][1] if verb in _HABITS else f"{verb}s"
 
 
-def _article(noun: str) -> str:
-    return "an" if noun[:1].lower() in "aeiou" else "a"
-
-
 def _date(said: str) -> str:
     """The date as said, without commas, with its month capitalised: "23rd april" -> "23rd April"."""
     words = said.replace(",", " ").split()
@@ -486,7 +481,7 @@ def _date(said: str) -> str:
 
 def _user_name(match: re.Match[str], text: str) -> list[ExtractedFact]:
     name = _person(match)
-    return [_fact("user", "name", name, f"The user's name is {name}.")] if name else []
+    return [_fact("user", "name", name)] if name else []
 
 
 def _role_name(match: re.Match[str], text: str) -> list[ExtractedFact]:
@@ -494,7 +489,7 @@ def _role_name(match: re.Match[str], text: str) -> list[ExtractedFact]:
     if name is None:
         return []
     role = _role_of(match)
-    return [_fact(f"user's {role}", "name", name, f"The user's {role} is called {name}.")]
+    return [_fact(f"user's {role}", "name", name)]
 
 
 def _role_home(match: re.Match[str], text: str) -> list[ExtractedFact]:
@@ -507,10 +502,9 @@ def _role_home(match: re.Match[str], text: str) -> list[ExtractedFact]:
     if not plural and said in ("live", "are living"):
         # "Me and my boyfriend live in Hackney": the user lives there too; anything else is not a sentence.
         if re.search(r"\b(?:me|I)\s+and\s*$", match.string[:match.start()], re.I):
-            return [_fact("user", "lives_in", place, f"The user lives in {_the(match, 'place')}{place}.")]
+            return [_fact("user", "lives_in", place)]
         return []
-    verb = "live" if plural else "lives"
-    return [_fact(f"user's {role}", "lives_in", place, f"The user's {role} {verb} in {_the(match, 'place')}{place}.")]
+    return [_fact(f"user's {role}", "lives_in", place)]
 
 
 def _role_employer(match: re.Match[str], text: str) -> list[ExtractedFact]:
@@ -518,19 +512,19 @@ def _role_employer(match: re.Match[str], text: str) -> list[ExtractedFact]:
     if org is None:
         return []
     role = _role_of(match)
-    return [_fact(f"user's {role}", "works_at", org, f"The user's {role} works at {_the(match, 'org')}{org}.")]
+    return [_fact(f"user's {role}", "works_at", org)]
 
 
 def _role_birthday(match: re.Match[str], text: str) -> list[ExtractedFact]:
     role, date = _role_of(match), _date(match.group("date"))
-    return [_fact(f"user's {role}", "birthday", date, f"The user's {role}'s birthday is {date}.")]
+    return [_fact(f"user's {role}", "birthday", date)]
 
 
 def _lives_in(match: re.Match[str], text: str) -> list[ExtractedFact]:
     place = _proper(match.group("place"))
     if place is None or _NOT_HOME_NOW.match(match.string, match.end(), match.end() + _AFTER):
         return []
-    return [_fact("user", "lives_in", place, f"The user lives in {_the(match, 'place')}{place}.")]
+    return [_fact("user", "lives_in", place)]
 
 
 def _moved_to(match: re.Match[str], text: str) -> list[ExtractedFact]:
@@ -540,7 +534,7 @@ def _moved_to(match: re.Match[str], text: str) -> list[ExtractedFact]:
 
 def _hometown(match: re.Match[str], text: str) -> list[ExtractedFact]:
     place = _proper(match.group("place"))
-    return [_fact("user", "hometown", place, f"The user is from {_the(match, 'place')}{place}.")] if place else []
+    return [_fact("user", "hometown", place)] if place else []
 
 
 def _employment(match: re.Match[str], text: str) -> list[ExtractedFact]:
@@ -559,65 +553,59 @@ def _employment(match: re.Match[str], text: str) -> list[ExtractedFact]:
         job = " ".join(words)
         if _NOT_A_JOB.match(match.string, match.end("job")):
             return []
-        facts.append(_fact("user", "occupation", job, f"The user is {_article(job)} {job}."))
+        facts.append(_fact("user", "occupation", job))
     org = _proper(groups.get("org") or groups.get("org2"))
     if org and not (said_job and _words(said_job)[-1] in _STUDYING):
-        facts.append(_fact("user", "works_at", org, f"The user works at {_the(match, 'org')}{org}."))
+        facts.append(_fact("user", "works_at", org))
     return facts
 
 
 def _diet(match: re.Match[str], text: str) -> list[ExtractedFact]:
-    diet = _DIETS[" ".join(match.group("diet").lower().split())]
-    sentence = {"kosher": "The user keeps kosher.", "halal": "The user eats halal.",
-                "keto": "The user follows a keto diet."}.get(diet, f"The user is {diet}.")
-    return [_fact("user", "diet", diet, sentence)]
+    return [_fact("user", "diet", _DIETS[" ".join(match.group("diet").lower().split())])]
 
 
 def _not_eaten(match: re.Match[str], text: str) -> list[ExtractedFact]:
     food = " ".join(match.group("food").lower().split())
-    return [_fact("user", "diet", _NOT_EATEN[food], f"The user doesn't eat {food}.")]
+    return [_fact("user", "diet", _NOT_EATEN[food])]
 
 
-def _allergens(match: re.Match[str]) -> list[tuple[str, str]]:
-    """(canonical allergen, as said) for each allergen listed ("nuts, eggs and shellfish")."""
+def _allergens(match: re.Match[str]) -> list[str]:
+    """The canonical allergen of each one listed ("nuts, eggs and shellfish")."""
     listed = re.split(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+", match.group("allergens").strip())
-    return [(_ALLERGENS[" ".join(a.lower().split())], a) for a in listed if a]
+    return [_ALLERGENS[" ".join(a.lower().split())] for a in listed if a]
 
 
 def _allergic(match: re.Match[str], text: str) -> list[ExtractedFact]:
-    return [_fact(allergen, "allergy", "allergic", f"The user is allergic to {said}.")
-            for allergen, said in _allergens(match)]
+    return [_fact(allergen, "allergy", "allergic") for allergen in _allergens(match)]
 
 
 def _cannot_eat(match: re.Match[str], text: str) -> list[ExtractedFact]:
-    return [_fact(allergen, "allergy", "can't eat", f"The user can't eat {said}.")
-            for allergen, said in _allergens(match)]
+    return [_fact(allergen, "allergy", "can't eat") for allergen in _allergens(match)]
 
 
 def _intolerant(match: re.Match[str], text: str) -> list[ExtractedFact]:
     food = match.group("food").lower()
-    return [_fact(food, "allergy", "intolerant", f"The user is {food} intolerant.")]
+    return [_fact(food, "allergy", "intolerant")]
 
 
 def _allergy_noun(match: re.Match[str], text: str) -> list[ExtractedFact]:
     kind = match.group("kind").lower()
     value = "intolerant" if kind == "intolerance" else "allergic"
-    return [_fact(allergen, "allergy", value, f"The user has {_article(said)} {said} {kind}.")
-            for allergen, said in _allergens(match)]
+    return [_fact(allergen, "allergy", value) for allergen in _allergens(match)]
 
 
 def _coeliac(match: re.Match[str], text: str) -> list[ExtractedFact]:
-    return [_fact("gluten", "allergy", "coeliac", "The user has coeliac disease and can't eat gluten.")]
+    return [_fact("gluten", "allergy", "coeliac")]
 
 
 def _birthday(match: re.Match[str], text: str) -> list[ExtractedFact]:
     date = _date(match.group("date"))
-    return [_fact("user", "birthday", date, f"The user's birthday is {date}.")]
+    return [_fact("user", "birthday", date)]
 
 
 def _birthday_month(match: re.Match[str], text: str) -> list[ExtractedFact]:
     month = _MONTHS[match.group("month").lower()]
-    return [_fact("user", "birthday", month, f"The user's birthday is in {month}.")]
+    return [_fact("user", "birthday", month)]
 
 
 def _drink(match: re.Match[str], text: str) -> list[ExtractedFact]:
@@ -631,15 +619,14 @@ def _drink(match: re.Match[str], text: str) -> list[ExtractedFact]:
     drink, style = drink.lower(), " ".join(match.group("style").split())
     if any(w in _PRONOUNS for w in _words(style)):
         return []
-    verb = _third_person(match.group("verb"))
-    return [_fact(drink, "routine", style.lower(), f"The user {verb} their {drink} {style}.")]
+    return [_fact(drink, "routine", style.lower())]
 
 
 def _habit(match: re.Match[str], text: str) -> list[ExtractedFact]:
     """"I go running every morning" -> running; "I call my mum every Sunday" -> calling their mum."""
     verb = " ".join(match.group("verb").lower().split())
     timing = " ".join(match.group("when").split())
-    gerund, third = _HABITS[verb]
+    gerund, _ = _HABITS[verb]
     complement = " ".join((match.group("what") or "").split())
     subject = said = ""
     if complement:
@@ -659,36 +646,111 @@ def _habit(match: re.Match[str], text: str) -> list[ExtractedFact]:
             subject = f"going {said.lower()}"
     elif verb not in _OBJECT_HABITS:  # "call my mum": calling their mum
         subject = f"{gerund} {said.lower()}"
-    return [_fact(subject, "routine", timing, f"The user {third} {said} {timing}.")]
+    return [_fact(subject, "routine", timing)]
 
 
 def _opinion(form: Literal["verb", "doesn't", "fan", "is"] = "verb") -> Build:
-    """Likes and dislikes. The value is the stance as the sentence says it, without degree: "loves", "doesn't
-    like", "is a fan of", "is not a fan of", "is into"; the sentence keeps the degree ("a huge fan")."""
+    """Likes and dislikes. The value is the stance without degree, one of ``prompts.wording.OPINION_STANCES``:
+    "loves", "doesn't like", "is a fan of", "is not a fan of", "is into"."""
 
     def build(match: re.Match[str], text: str) -> list[ExtractedFact]:
         thing = _thing(match.group("thing"))
         if thing is None or _PASSING.match(match.string, match.end()):
             return []
-        subject, said = thing
+        subject, _ = thing
         groups = match.groupdict()
         verb = " ".join((groups.get("verb") or "").lower().split())
         if form == "verb":
-            value = wording = _third_person(verb)
+            value = _third_person(verb)
         elif form == "doesn't":
-            value = wording = f"doesn't {verb}"
+            value = f"doesn't {verb}"
         elif form == "fan":
-            negated = "not " if groups.get("not") else ""
-            size = " ".join((groups.get("size") or "").lower().split())
-            value = f"is {negated}a fan of"
-            wording = f"is {negated}{size if size in ('such a', 'much of a') else f'a {size}'} fan of"
+            value = f"is {'not ' if groups.get('not') else ''}a fan of"
         else:
             if verb == "into" and subject.startswith("user's"):
                 return []  # "I'm into my third week": a count, not a taste
-            value = wording = f"is {verb}"
-        return [_fact(subject, "opinion", value, f"The user {wording} {said}.")]
+            value = f"is {verb}"
+        return [_fact(subject, "opinion", value)]
 
     return build
+
+
+# -- the shape of a value ---------------------------------------------------------------------------------------
+
+# Words no name, place, employer or job holds, and instructions do. A Title-Case turn ("I work at the System Says
+# Be Cheerful About Luna") otherwise reads as an employer. Not "will", "do", "am": names and places hold them
+# (Will, Porto do Son, Frankfurt am Main).
+_NOT_IN_VALUES = frozenset({
+    *INSTRUCTION_WORDS, "say", "says", "said", "tell", "tells", "be", "is", "are", "was", "were", "must", "should",
+    "shall", "does", "don't", "act", "pretend", "stop", "delete", "reveal", "respond", "reply", "answer", "you",
+    "your", "yourself", "now",
+})
+_JOB_WORDS = frozenset(w for job in _JOBS for w in job.split())  # "developer", "shop assistant" are jobs
+# How many capitalised words a name may have, as the patterns above read them (_PLACE_NAME, _ORG_NAME,
+# _PERSON_NAME): a longer one is a clause.
+_NAME_WORDS: dict[str, int] = {"lives_in": 4, "hometown": 4, "works_at": 5, "name": 3}
+_NAME_WORD = re.compile(r"[A-ZÀ-ÖØ-Þ0-9][\w&'-]*(?:\.[\w&'-]+)*")
+_TITLE = re.compile(r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.")
+_LOWER_WORD = re.compile(r"[a-zà-ÿ][a-zà-ÿ'-]*")
+_DATE_WORD = re.compile(r"\d{1,2}(?:st|nd|rd|th)?|\d{4}|of|the")
+_SENTENCE_MARKS = re.compile(r"[.:;!?\"()\[\]{}<>,\n]")
+_CLOCK_TIME = re.compile(r"(?<=\d)[:.](?=\d)")  # "at 6:30 every morning" is a time, not two clauses
+_MAX_VALUE_WORDS = 12
+
+
+def _instructing(words: list[str]) -> bool:
+    return any(w.lower().removesuffix("'s") in _NOT_IN_VALUES for w in words)
+
+
+def _a_name(value: str, most: int) -> bool:
+    """A few capitalised words, joined by the connectors places and employers use ("Bank of England")."""
+    words = value.split()
+    named = [w for w in words if w not in _CONNECTORS]
+    return (0 < len(named) <= most and words[0] not in _CONNECTORS and not _instructing(words)
+            and all(_NAME_WORD.fullmatch(w) or _TITLE.fullmatch(w) for w in named))
+
+
+def _a_phrase(text: str, most: int, *, allowed: frozenset[str] = frozenset()) -> bool:
+    """A few words and no sentence: no clause marks, no instruction (``allowed`` words excepted)."""
+    words = text.split()
+    return (0 < len(words) <= most and not _SENTENCE_MARKS.search(_CLOCK_TIME.sub("", text))
+            and not _instructing([w for w in words if w.lower() not in allowed]))
+
+
+def _someone(subject: str) -> bool:
+    """"user" or "user's <role>": the subject of a fact about the user or a person or animal in their life."""
+    if subject == "user":
+        return True
+    role = subject.removeprefix("user's ").split()
+    return (subject.startswith("user's ") and 0 < len(role) <= 3 and all(_LOWER_WORD.fullmatch(w) for w in role)
+            and not _instructing(role))
+
+
+def well_formed(fact: ExtractedFact) -> bool:
+    """Whether a fact has its relation's shape: an employer, a home or a name is a few capitalised words, a job a
+    few lower-case ones, a date a date, a stance or a kind of allergy one of the known ones, and nothing holds
+    an instruction or a clause. The extractor keeps only such facts, and a model's (``engine.facts``) that is not
+    waits for review: either way the value is the user's text, and it is about to be recalled as a fact."""
+    subject, relation, value = fact.subject, fact.relation, fact.value
+    if relation in _NAME_WORDS:
+        return _someone(subject) and _a_name(value, _NAME_WORDS[relation])
+    if relation == "occupation":
+        words = value.split()
+        return (_someone(subject) and 0 < len(words) <= 5 and all(_LOWER_WORD.fullmatch(w) for w in words)
+                and _a_phrase(value, 5, allowed=_JOB_WORDS))
+    if relation == "birthday":
+        words = value.split()
+        return (_someone(subject) and 0 < len(words) <= 5 and any(w.lower().rstrip(".") in _MONTHS for w in words)
+                and all(w.lower().rstrip(".") in _MONTHS or _DATE_WORD.fullmatch(w) for w in words))
+    if relation == "diet":
+        return _someone(subject) and _a_phrase(value, 5) and all(_LOWER_WORD.fullmatch(w) for w in value.split())
+    if relation == "allergy":
+        return value.lower() in ALLERGY_KINDS and _a_phrase(subject, 3)
+    if relation == "opinion":
+        return value.lower() in OPINION_STANCES and _a_phrase(subject, _MAX_THING_WORDS)
+    if relation == "routine":
+        return _a_phrase(subject, _MAX_THING_WORDS) and _a_phrase(value, _MAX_VALUE_WORDS)
+    return _a_phrase(subject, _MAX_THING_WORDS) and _a_phrase(value, _MAX_VALUE_WORDS)
 
 
 # -- the rules, most specific first -----------------------------------------------------------------------------
@@ -848,7 +910,7 @@ def _sentence_facts(sentence: str, text: str) -> Iterator[ExtractedFact]:
                 continue
             if not rule.negative and _UNDONE.search(sentence, match.end(), match.end() + _AFTER):
                 continue
-            facts = rule.build(match, text)
+            facts = [fact for fact in rule.build(match, text) if well_formed(fact)]
             if facts:
                 read.append((match.start(), match.end()))
                 yield from facts

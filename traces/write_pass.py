@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from engine.models import Memory, MemoryKind, Trace, TraceStatus, Turn
 from engine.ports import Classifier, TraceClassification
 from engine.tuning import WriteParams
-from traces.anchors import memory_anchors
+from traces.anchors import instruction_like, memory_anchors
 from traces.engagement import engagement
 from traces.facts import extract_facts
 
@@ -82,9 +82,12 @@ def build_traces(
     classified = classify_memories(memories, embeddings, classifier, embed if classifier.per_sentence else None)
     character = memories[0].character_id
     extracted = memory_anchors([m.text for m in memories], exclude=[character])
-    # Anchors a model found join the extracted ones (a model reads coreference and paraphrase better).
+    # Anchors a model found join the extracted ones (a model reads coreference and paraphrase better), through
+    # the same filter: a model that read an injection must not turn "Ignore" or "System" into an anchor.
     anchors = [
-        tuple(dict.fromkeys([*own, *(a for a in c.anchors if a.lower() != character.lower())]))
+        tuple(dict.fromkeys([*own, *(a for a in c.anchors
+                                     if a.lower() != character.lower()
+                                     and not any(instruction_like(w) for w in a.split()))]))
         for own, c in zip(extracted, classified, strict=True)
     ]
     engaged = engagement(turns)

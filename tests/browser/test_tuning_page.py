@@ -181,7 +181,7 @@ def test_edit_replay_save_and_roll_back(page: Any, service: Service, director_ke
     assert cells[2] in ("pass", "FAIL") and cells[3] in ("pass", "FAIL")
     assert "ranking" in cells[4] and "changed" in (rows.first.get_attribute("class") or "")
     proposed = page.locator("#replay-table tr.ranks ol.ranking").nth(1).locator("li").all_inner_texts()
-    assert proposed[-1].endswith("The user works at Brightwave.")  # the fact now ranks last
+    assert proposed[-1].endswith('The user works at "Brightwave".')  # the fact now ranks last
     assert page.locator("#replay-table ol.ranking").count() == 2
     assert page.inner_text("#replay-summary") == "job-change: 1 probe, 1 changed by the proposed values."
     page.screenshot(path=str(tmp_path / "tuning-page.png"), full_page=True)

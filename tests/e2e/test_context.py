@@ -50,14 +50,14 @@ def test_the_prefix_is_byte_identical_across_turns_until_path_a_changes(engine: 
     assert first.context.prefix == second.context.prefix != ""  # type: ignore[attr-defined]
     assert first.context.tail != second.context.tail  # type: ignore[attr-defined]
     prefix = first.context.prefix  # type: ignore[attr-defined]
-    assert "Ava grew up in Galway" in prefix and "allergic to peanuts" in prefix
+    assert "Ava grew up in Galway" in prefix and 'allergic to "peanut"' in prefix
     assert "walk in the park" not in prefix  # semantic results never enter the prefix
 
     # A new fact changes it...
     say(engine, "s4", ["I moved to Lisbon last month."], T0 + timedelta(days=9, hours=4))
     third = recall(engine, "What should I cook tonight?", T0 + timedelta(days=9, hours=5))
     assert third.context.prefix != prefix and "Lisbon" in third.context.prefix  # type: ignore[attr-defined]
-    assert "lives in Leeds" not in third.context.prefix  # type: ignore[attr-defined]
+    assert 'lives in "Leeds"' not in third.context.prefix  # type: ignore[attr-defined]
     # ...and so does a pin.
     grief = engine.store.session_memories("s1")[0]
     canon_memory = engine.store.list_facts(partition_for("canon", "ava"))[0]

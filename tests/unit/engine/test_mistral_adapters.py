@@ -332,11 +332,12 @@ def test_closing_a_session_writes_the_models_register_anchors_and_facts(
     # The model said sadness for the second memory; it shares Luna with the first, so the episode carries grief.
     assert [t.register for t in traces] == ["grief", "grief", "grief"]
     assert "The user had a dog named Luna." in traces[0].facts  # from the model, beside the extracted ones
-    assert "The user's dog is called Luna." in traces[0].facts
+    assert 'The user\'s dog is called "Luna".' in traces[0].facts
     assert "the park" in traces[1].anchors  # an anchor only the model named
-    # The model's structured facts become atomic facts; a name is trusted from a first-person statement.
+    # The model's structured facts become atomic facts; a name is trusted from a first-person statement. Its
+    # sentence is the server's, as for every fact from the user's words.
     facts = {f.text: s.status for f, s in engine.list_facts("user", memories[0].character_id, memories[0].user_id)}
-    assert facts.get("The user had a dog named Luna.") == "active"
+    assert facts.get('The user\'s dog is called "Luna".') == "active"
     engine.close()
 
 
