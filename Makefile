@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/feltsense serve
+	$(BIN)/feltsense serve --dev
 
 # The Weaviate server for the tests marked `weaviate` is built from its Go module on first use (minutes, with
 # progress) and cached under $FELTSENSE_CACHE_DIR or ~/.cache/feltsense; pytest starts and stops it itself.

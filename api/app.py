@@ -9,20 +9,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Litestar, Request, Response, get, post
 from litestar.di import Provide
 from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from litestar.params import Parameter
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
-from api.auth import KeyStore, Principal, scoped
-from api.boundary import PROBLEM_JSON, WITH_BODY, OptionalBody, problems
+from api.auth import KeyStore, Principal, scoped, unscoped
+from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, OptionalBody, problems
 from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
 from api.security import authenticator, require
@@ -32,13 +34,16 @@ from api.tuning_page import tuning_page
 from engine.errors import (
     BackendRejected,
     BackendUnavailable,
+    Busy,
     ConfigurationError,
+    Conflict,
     FeltsenseError,
     Forbidden,
+    Gone,
     InvalidInput,
     NotFound,
 )
-from engine.jobs import JobQueue
+from engine.jobs import FINISHED, JobQueue, JobState, JobStatus, write_job_id
 from engine.models import (
     AwareDatetime,
     CloseReport,
@@ -49,6 +54,7 @@ from engine.models import (
     RecallResult,
     Turn,
 )
+from engine.replay_runner import ReplayRunner, ThreadWorkers
 from engine.service import Engine
 from engine.tuning_store import TuningStore
 
@@ -58,6 +64,29 @@ MAX_TURNS_PER_BATCH = 500
 MAX_BODY_BYTES = 2 * 1024 * 1024
 EARLIEST_TURN = datetime(1970, 1, 1, tzinfo=UTC)
 CLOCK_SKEW = timedelta(days=1)
+
+
+def _not_a_number(value: object, info: ValidationInfo) -> object:
+    # Pydantic would read 0 as 1970-01-01T00:00:00Z: an unset field in a runtime stored as a real time.
+    if isinstance(value, int | float):
+        raise ValueError(f"{info.field_name} must be an ISO-8601 string with a time zone "
+                         "(e.g. 2025-03-01T18:00:00Z), not a number")
+    return value
+
+
+def _by_now(value: datetime, info: ValidationInfo) -> datetime:
+    if value < EARLIEST_TURN:
+        raise ValueError(f"{info.field_name} {value.isoformat()} is before 1970-01-01T00:00:00Z: not a real time")
+    latest = datetime.now(UTC) + CLOCK_SKEW
+    if value > latest:
+        raise ValueError(f"{info.field_name} {value.isoformat()} is more than a day ahead of the server's clock "
+                         f"(latest accepted: {latest.isoformat(timespec='seconds')})")
+    return value
+
+
+ReportedTime = Annotated[AwareDatetime, BeforeValidator(_not_a_number), AfterValidator(_by_now)]
+"""A time a runtime reports (a turn said, a recall made, a session closed): between 1970 and the server's now
+plus a day of clock skew. A recall at year 9999 would stamp its memories retrieved in 9999 for good."""
 
 
 class ReportedTurn(Turn):
@@ -71,26 +100,7 @@ class ReportedTurn(Turn):
     turn_id: Identifier
     session_id: Identifier
     character_id: Identifier
-
-    @field_validator("timestamp", mode="before")
-    @classmethod
-    def _not_a_number(cls, value: object) -> object:
-        # Pydantic would read 0 as 1970-01-01T00:00:00Z: an unset field in a runtime stored as a real time.
-        if isinstance(value, int | float):
-            raise ValueError("timestamp must be an ISO-8601 string with a time zone (e.g. 2025-03-01T18:00:00Z), "
-                             "not a number")
-        return value
-
-    @field_validator("timestamp")
-    @classmethod
-    def _said_by_now(cls, value: datetime) -> datetime:
-        if value < EARLIEST_TURN:
-            raise ValueError(f"timestamp {value.isoformat()} is before 1970-01-01T00:00:00Z: not a real turn")
-        latest = datetime.now(UTC) + CLOCK_SKEW
-        if value > latest:
-            raise ValueError(f"timestamp {value.isoformat()} is more than a day ahead of the server's clock "
-                             f"(latest accepted: {latest.isoformat(timespec='seconds')})")
-        return value
+    timestamp: ReportedTime
 
 
 class TurnBatch(BaseModel):
@@ -100,7 +110,13 @@ class TurnBatch(BaseModel):
 
 class CloseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    closed_at: AwareDatetime | None = Field(default=None, description="when the session ended; now when left out")
+    closed_at: ReportedTime | None = Field(default=None, description="when the session ended; now when left out")
+
+
+class RecallRequest(RecallQuery):
+    """A recall as a runtime asks for it: ``at`` bounded like a turn's time (``RecallQuery`` is not, for replay)."""
+
+    at: ReportedTime | None = Field(default=None, description="the turn's time; now when left out")
 
 
 class Health(BaseModel):
@@ -154,27 +170,60 @@ async def _check_body(request: Request[Any, Any, Any]) -> None:
         raise ClientException(f"the body is not valid JSON: {exc}") from exc
 
 
+def _unexpected_problem(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """Whatever no other handler maps: logged with its traceback under a fresh request id, which the answer
+    carries so a report can be matched to the log. The answer says nothing of the error itself: its text can
+    name internal paths or a user's words."""
+    request_id = uuid.uuid4().hex
+    # %r: the path is the caller's, and a decoded newline in it must not forge a log line.
+    log.error("unexpected %s on %s %r (request_id=%s)", type(exc).__name__, request.method, request.url.path,
+              request_id, exc_info=exc)
+    response = _problem(500, "Internal error",
+                        f"an unexpected error occurred; the service log has it under request id {request_id}",
+                        request_id=request_id)
+    response.headers["X-Request-ID"] = request_id
+    return response
+
+
 def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Response[dict[str, Any]]:
     if isinstance(exc, NotFound):
         return _problem(404, "Not found", str(exc))
     if isinstance(exc, Forbidden):
         return _problem(403, "Forbidden", str(exc))
+    if isinstance(exc, Conflict):
+        return _problem(409, "Conflict", str(exc), ids=list(exc.ids),
+                        errors=[{"field": exc.field or "", "message": str(exc)}])
+    if isinstance(exc, Gone):
+        return _problem(410, "Gone", str(exc), ids=list(exc.ids))
     if isinstance(exc, InvalidInput):
         return _problem(422, "Invalid request", str(exc), errors=[{"field": exc.field or "", "message": str(exc)}])
+    if isinstance(exc, Busy):
+        return _problem(429, "Too many requests", str(exc), retry_after_s=exc.retry_after_s)
     if isinstance(exc, BackendUnavailable):
         return _problem(503, "Backend unavailable", str(exc), backend=exc.backend, retry_after_s=exc.retry_after_s)
     if isinstance(exc, BackendRejected):
         return _problem(502, "Backend rejected the request", str(exc), backend=exc.backend)
     if isinstance(exc, ConfigurationError):
         return _problem(500, "Misconfigured service", str(exc))
-    return _problem(500, "Internal error", "an unexpected engine error occurred")
+    return _unexpected_problem(request, exc)
 
 
 @post("/v1/turns", status_code=200, sync_to_thread=True, summary="Append turns (idempotent by turn id)",
-      responses=problems(*WITH_BODY))
+      responses=problems(*WITH_BODY, 409, 410))
 def ingest_turns(data: TurnBatch, engine: Engine, principal: Principal) -> IngestReport:
     require(principal, "runtime")
-    return engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
+    try:
+        return engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
+    except Conflict as exc:  # name the caller's ids, not the organisation-scoped ones the engine stores
+        raise Conflict(_unscoped_text(principal.org, str(exc)), ids=tuple(unscoped(principal.org, i) for i in exc.ids),
+                       field=exc.field) from None
+    except Gone as exc:
+        raise Gone(_unscoped_text(principal.org, str(exc)),
+                   ids=tuple(unscoped(principal.org, i) for i in exc.ids)) from None
+
+
+def _unscoped_text(org: str, message: str) -> str:
+    return message.replace(f"'{scoped(org, '')}", "'")
 
 
 @post("/v1/sessions/{session_id:str}/close", status_code=200, sync_to_thread=True,
@@ -192,7 +241,7 @@ def close_session(
 @post("/v1/recall", status_code=200, sync_to_thread=True,
       summary="Recall for one turn: ranked memories, tone constraints and the assembled context",
       responses=problems(*WITH_BODY))
-def recall(data: RecallQuery, engine: Engine, principal: Principal) -> RecallResult:
+def recall(data: RecallRequest, engine: Engine, principal: Principal) -> RecallResult:
     require(principal, "runtime", "evaluator")
     result = unscope_result(principal.org, engine.recall(scope_query(principal.org, data)))
     # The access log records which mode answered, so a stretch of degraded recall can be found afterwards.
@@ -217,10 +266,18 @@ READY_CHECK_TIMEOUT_S = 5.0
 READY_RETRY_AFTER_S = 5
 
 
+MAX_CLOSE_WAIT_S = 30.0
+"""The longest a close may wait for its write-time pass (``?wait=true``); a longer pass answers 202 and is polled."""
+JOB_POLL_S = 0.02
+
+
 class CloseQueued(BaseModel):
     session_id: str
-    job_id: str = Field(description="the write-time job; derived from the session, so a repeated close shares it")
+    job_id: str = Field(description="the write-time job; derived from the session, so a repeated close shares it. "
+                                    "GET /v1/jobs/{job_id} tells where it is")
     queued: bool = True
+    status: JobStatus = Field(default="queued", description="where the job was when the close answered")
+    report: CloseReport | None = Field(default=None, description="the pass's report, when the close waited for it")
 
 
 class Readiness(BaseModel):
@@ -232,8 +289,12 @@ class Readiness(BaseModel):
       summary="Close a session: queue the write-time pass over its memories (202 with the job id)",
       responses=problems(*WITH_BODY, 404), operation_class=OptionalBody)
 async def enqueue_close(
-    session_id: str, engine: Engine, jobs: JobQueue, principal: Principal, data: CloseRequest | None = None
-) -> CloseQueued:
+    session_id: str, engine: Engine, jobs: JobQueue, principal: Principal, data: CloseRequest | None = None,
+    wait: bool = Parameter(default=False, description="answer once the write-time pass has run (200), or after "
+                                                      "timeout_s with the job still pending (202)"),
+    timeout_s: float = Parameter(default=10.0, gt=0, le=MAX_CLOSE_WAIT_S,
+                                 description="with wait: the longest to wait, in seconds"),
+) -> Response[CloseQueued]:
     # Registered instead of close_session when create_app is given a job queue.
     require(principal, "runtime")
     engine_session = scoped(principal.org, session_id)
@@ -245,7 +306,36 @@ async def enqueue_close(
     except NotFound:
         raise NotFound(f"no session {session_id!r}") from None
     job_id = await jobs.enqueue_write(engine_session, closed_at)
-    return CloseQueued(session_id=session_id, job_id=job_id)
+    state = await _wait_for(jobs, job_id, timeout_s) if wait else await jobs.state(job_id)
+    if state.status == "unknown":  # an arq job may have run and expired already; it was queued just now
+        state = state.model_copy(update={"status": "queued"})
+    done = CloseQueued(session_id=session_id, job_id=job_id, queued=state.status not in FINISHED,
+                       status=state.status,
+                       report=state.report.model_copy(update={"session_id": session_id}) if state.report else None)
+    return Response(done, status_code=200 if wait and state.status in FINISHED else 202)
+
+
+async def _wait_for(jobs: JobQueue, job_id: str, timeout_s: float) -> JobState:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        state = await jobs.state(job_id)
+        if state.status in FINISHED or asyncio.get_running_loop().time() >= deadline:
+            return state
+        await asyncio.sleep(JOB_POLL_S)
+
+
+@get("/v1/jobs/{job_id:str}", summary="A write-time job's status: queued, running, complete (with its report), "
+     "failed or unknown", responses=problems(*AUTHENTICATED, 404))
+async def job_status(job_id: str, jobs: JobQueue | None, principal: Principal) -> JobState:
+    require(principal, "runtime", "evaluator")
+    prefix = write_job_id(scoped(principal.org, ""))
+    if jobs is None or not job_id.startswith(prefix):  # another organisation's job is a 404, like its memories
+        raise NotFound(f"no job {job_id!r}")
+    state = await jobs.state(job_id)
+    if state.report is not None:
+        state = state.model_copy(update={"report": state.report.model_copy(
+            update={"session_id": unscoped(principal.org, state.report.session_id)})})
+    return state
 
 
 async def _ready_check(name: str, check: Callable[[], Awaitable[object]]) -> tuple[str, str]:
@@ -276,15 +366,17 @@ async def readyz(engine: Engine, jobs: JobQueue | None) -> Response[Any]:
 
 def create_app(
     engine: Engine, *, keys: KeyStore, tuning: TuningStore | None = None, retry_interval_s: float = 30.0,
-    jobs: JobQueue | None = None, transcript_dirs: Sequence[Path] | None = None,
+    jobs: JobQueue | None = None, transcript_dirs: Sequence[Path] | None = None, replays: ReplayRunner | None = None,
 ) -> Litestar:
     """The app over one engine. Every request authenticates with a key from ``keys``; tuning endpoints need a
     persistent ``tuning`` store. The background pass (vector backfill, pending traces) runs every
     ``retry_interval_s``. With ``jobs``, closing a session queues its write-time pass there (202; the app enters
     the queue for its lifetime); without, the close runs it in the request (200 with the CloseReport). The tuning
     page offers the transcripts in ``transcript_dirs`` (default: the checkout's tests/transcripts and the shared
-    examples) for replay."""
+    examples) for replay. Replays run on ``replays`` (default: a thread of this process, over the engine's embedder
+    and classifier; the service passes worker processes)."""
     dirs = tuple(default_transcript_dirs() if transcript_dirs is None else transcript_dirs)
+    replay_runner = replays or ReplayRunner(ThreadWorkers(lambda: (engine.embedder, engine.classifier)))
 
     @contextlib.asynccontextmanager
     async def retry_pending(app: Litestar) -> AsyncIterator[None]:
@@ -311,20 +403,22 @@ def create_app(
                 await task
 
     return Litestar(
-        route_handlers=[ingest_turns, close_session if jobs is None else enqueue_close, recall, healthz, readyz,
-                        *memory_routes, *tuning_routes, *lifecycle_routes, tuning_page],
+        route_handlers=[ingest_turns, close_session if jobs is None else enqueue_close, job_status, recall, healthz,
+                        readyz, *memory_routes, *tuning_routes, *lifecycle_routes, tuning_page],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=False),
             "tuning": Provide(lambda: tuning, use_cache=True, sync_to_thread=False),
             "jobs": Provide(lambda: jobs, use_cache=True, sync_to_thread=False),
             "transcript_dirs": Provide(lambda: dirs, use_cache=True, sync_to_thread=False),
+            "replays": Provide(lambda: replay_runner, use_cache=True, sync_to_thread=False),
         },
         before_request=_check_body,
         exception_handlers={
             ValidationException: _validation_problem,
             FeltsenseError: _domain_problem,
             HTTPException: _http_problem,
+            Exception: _unexpected_problem,
         },
         lifespan=[retry_pending] if jobs is None else [jobs, retry_pending],  # the queue outlives the loop
         openapi_config=OpenAPIConfig(title="feltsense", version="0.1.0", path="/docs",

@@ -8,6 +8,10 @@ A key belongs to one organisation and carries one role:
 | director | read and change tuning profiles |
 | evaluator | recall and read memories and traces, read tuning (no writes) |
 | admin | manage keys and everything shared; never a user's private memories |
+| operator | run the nightly sweep over every organisation (``POST /v1/maintenance/sweep``); nothing else |
+
+An admin's sweep covers its own organisation; an operator runs the service and sweeps every one of them, yet reads
+and changes nothing itself (``api.security`` refuses it every other route).
 
 Keys are random 32-byte secrets shown once (``fs_<key id>_<secret>``); only a SHA-256 of the secret is stored.
 A fast hash is right here because the secret is random and long, unlike a password: there is nothing to guess.
@@ -30,12 +34,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-Role = Literal["runtime", "director", "evaluator", "admin"]
-ROLES: tuple[Role, ...] = ("runtime", "director", "evaluator", "admin")
+Role = Literal["runtime", "director", "evaluator", "admin", "operator"]
+ROLES: tuple[Role, ...] = ("runtime", "director", "evaluator", "admin", "operator")
 ORG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 _TOKEN = re.compile(r"^fs_([0-9a-f]{16})_([A-Za-z0-9_-]{20,100})$")
 SEPARATOR = ":"  # organisations never contain it, so the first one ends the organisation
 DEV_ORG = "dev"
+DEV_LABEL = "development key"
+DEV_KEY_FILE = "dev-key"
+"""The development key's file, in the data directory (``feltsense serve --dev``)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -46,6 +53,10 @@ CREATE TABLE IF NOT EXISTS api_keys (
     label TEXT NOT NULL,
     created_at TEXT NOT NULL,
     revoked_at TEXT
+);
+CREATE TABLE IF NOT EXISTS issued_keys (
+    purpose TEXT PRIMARY KEY,
+    key_id TEXT NOT NULL
 );
 """
 
@@ -71,6 +82,16 @@ class KeyInfo:
     revoked_at: str | None
 
 
+@dataclass(frozen=True)
+class DevelopmentKey:
+    """The development key of a key store. It is issued once: ``token`` is None when it is revoked, or when its
+    file no longer holds it (the secret exists nowhere else, so it cannot be shown again)."""
+
+    key_id: str
+    token: str | None
+    revoked_at: str | None
+
+
 def scoped(org: str, value: str) -> str:
     """An id as the engine stores it: namespaced with the organisation."""
     return f"{org}{SEPARATOR}{value}"
@@ -83,6 +104,14 @@ def unscoped(org: str, value: str) -> str:
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _write_secret(path: Path, token: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode applies only to a new file; an old one keeps its own
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
 
 
 class KeyStore:
@@ -99,13 +128,16 @@ class KeyStore:
             raise ValueError(f"organisation {org!r} must be 1-63 letters, digits, '_' or '-'")
         if role not in ROLES:
             raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
-        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
         with self._lock:
-            self._db.execute(
-                "INSERT INTO api_keys (key_id, org, role, secret_sha256, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (key_id, org, role, _digest(secret), label, datetime.now(UTC).isoformat()),
-            )
-        return f"fs_{key_id}_{secret}"
+            return self._insert(org, role, label)[1]
+
+    def _insert(self, org: str, role: str, label: str) -> tuple[str, str]:
+        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
+        self._db.execute(
+            "INSERT INTO api_keys (key_id, org, role, secret_sha256, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (key_id, org, role, _digest(secret), label, datetime.now(UTC).isoformat()),
+        )
+        return key_id, f"fs_{key_id}_{secret}"
 
     def list(self) -> list[KeyInfo]:
         """Every key, revoked ones included, oldest first: ids, organisations and roles, never secrets."""
@@ -141,19 +173,49 @@ class KeyStore:
             return None
         return Principal(org=row[0], role=row[1], key_id=key_id)
 
-    def development_key(self, path: Path) -> str:
-        """The embedded default's development key (org ``dev``, role runtime), made once and kept in ``path``
-        (mode 0600) so a restart prints the same one."""
-        if path.exists():
-            token = path.read_text().strip()
-            if self.authenticate(token) is not None:
-                return token
-        token = self.create(DEV_ORG, "runtime", label="development key")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(token + "\n")
-        return token
+    def development_key(self, path: Path) -> DevelopmentKey:
+        """The development key (org ``dev``, role runtime): made the first time, with its secret written to
+        ``path`` (mode 0600), and never again. Once revoked it stays revoked; a lost file is not replaced either,
+        so a key someone revoked or gave up on never comes back by a restart."""
+        with self._lock:
+            # Immediate: two services starting on one data directory must not both issue one.
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                issued = self._issued_development_key()
+                if issued is None:
+                    key_id, token = self._insert(DEV_ORG, "runtime", DEV_LABEL)
+                    self._db.execute("INSERT INTO issued_keys (purpose, key_id) VALUES ('development', ?)", (key_id,))
+                    _write_secret(path, token)  # before the commit: a key whose file failed is not issued
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        if issued is None:
+            return DevelopmentKey(key_id=key_id, token=token, revoked_at=None)
+        key_id, revoked_at = issued
+        if revoked_at is not None:
+            return DevelopmentKey(key_id=key_id, token=None, revoked_at=revoked_at)
+        token = path.read_text().strip() if path.is_file() else ""
+        found = self.authenticate(token)
+        return DevelopmentKey(key_id=key_id, token=token if found and found.key_id == key_id else None,
+                              revoked_at=None)
+
+    def _issued_development_key(self) -> tuple[str, str | None] | None:
+        """The issued development key's id and revocation time, if one was ever issued."""
+        row = self._db.execute(
+            "SELECT k.key_id, k.revoked_at FROM issued_keys i JOIN api_keys k ON k.key_id = i.key_id"
+            " WHERE i.purpose = 'development'"
+        ).fetchone()
+        if row is None:
+            # Stores from before issued_keys have their development key only by its label: adopt it, or a key
+            # revoked there would be issued afresh.
+            row = self._db.execute(
+                "SELECT key_id, revoked_at FROM api_keys WHERE org = ? AND label = ? ORDER BY created_at DESC",
+                (DEV_ORG, DEV_LABEL),
+            ).fetchone()
+            if row is not None:
+                self._db.execute("INSERT INTO issued_keys (purpose, key_id) VALUES ('development', ?)", (row[0],))
+        return None if row is None else (row[0], row[1])
 
     def close(self) -> None:
         with self._lock:

@@ -48,9 +48,13 @@ _WHY: dict[int, str] = {
     401: "No API key, or an unknown or revoked one",
     403: "The key's role may not do this",
     404: "No such resource for this caller (another user's or organisation's is a 404 too)",
+    409: "A turn id already stored (or sent twice) with other content or for another character or user",
+    410: "A turn id whose turn was erased at the user's request: it is never stored again",
     413: "The body is larger than the service accepts",
     415: "The body is not application/json",
     422: "Invalid request: the problem names each invalid field",
+    429: "This organisation already runs as much of this as it may (one tuning replay); retry after Retry-After "
+         "seconds",
     502: "A backend rejected the request",
     503: "A backend (or the tuning store) is unavailable; retry after Retry-After seconds",
 }

@@ -6,6 +6,8 @@ problem details, and every failure to reach it, leaves as one of these exception
     FeltsenseAPIError            any problem the service reported (status, title, detail, errors)
     ├── AuthError                401 / 403: no key, a wrong key, or a key without the role
     ├── NotFoundError            404: e.g. closing a session that has no turns
+    ├── ConflictError            409: a turn id already stored (or sent twice) with other content or owner
+    ├── GoneError                410: a turn id whose turn was erased; it is never stored again
     ├── ValidationError          422: ``fields`` names each bad field ("turns.0.timestamp")
     └── UnavailableError         503, or the service could not be reached (refused, timed out): try again
                                  after ``retry_after_s``; ``status`` is None when nothing answered
@@ -38,8 +40,10 @@ __all__ = [
     "AuthError",
     "CloseAccepted",
     "CloseResult",
+    "ConflictError",
     "FeltsenseAPIError",
     "FeltsenseClient",
+    "GoneError",
     "NotFoundError",
     "UnavailableError",
     "ValidationError",
@@ -69,6 +73,16 @@ class AuthError(FeltsenseAPIError):
 
 class NotFoundError(FeltsenseAPIError):
     """404: the thing does not exist (or is not the caller's to see)."""
+
+
+class ConflictError(FeltsenseAPIError):
+    """409: a turn id the service already holds, sent with other content or for another user; nothing was
+    stored. Send new content under a new id."""
+
+
+class GoneError(FeltsenseAPIError):
+    """410: the batch holds a turn id whose turn was erased at the user's request; nothing was stored. Send the
+    batch again without it."""
 
 
 class ValidationError(FeltsenseAPIError):
@@ -104,6 +118,7 @@ class CloseAccepted(BaseModel):
     session_id: str
     job_id: str
     queued: bool = True
+    status: str = "queued"
 
 
 CloseResult = CloseReport | CloseAccepted
@@ -113,6 +128,8 @@ _STATUS_ERRORS: dict[int, type[FeltsenseAPIError]] = {
     401: AuthError,
     403: AuthError,
     404: NotFoundError,
+    409: ConflictError,
+    410: GoneError,
     422: ValidationError,
     503: UnavailableError,
 }
@@ -144,8 +161,10 @@ def _turns_body(turns: Sequence[Turn]) -> dict[str, Any]:
     return {"turns": [turn.model_dump(mode="json") for turn in turns]}
 
 
-def _close_request(session_id: str, closed_at: datetime | None) -> tuple[str, dict[str, Any]]:
+def _close_request(session_id: str, closed_at: datetime | None, wait_s: float | None) -> tuple[str, dict[str, Any]]:
     path = f"/v1/sessions/{quote(session_id, safe='')}/close"
+    if wait_s is not None:
+        path += f"?wait=true&timeout_s={wait_s:g}"
     return path, ({} if closed_at is None else {"closed_at": closed_at.isoformat()})
 
 
@@ -202,9 +221,17 @@ def _ok(response: httpx.Response, model: type[_Model]) -> _Model:
     raise _problem(response)
 
 
+class _Waited(CloseAccepted):
+    report: CloseReport | None = None
+
+
 def _close_result(response: httpx.Response) -> CloseResult:
     if response.status_code == 202:
         return _parse(response, CloseAccepted)
+    if response.status_code == 200 and b'"job_id"' in response.content:  # a queued pass it waited for
+        waited = _parse(response, _Waited)
+        return waited.report or CloseAccepted(session_id=waited.session_id, job_id=waited.job_id,
+                                              queued=waited.queued, status=waited.status)
     return _ok(response, CloseReport)
 
 
@@ -232,9 +259,11 @@ class FeltsenseClient:
         """Append turns (at most 500 per call); a turn id seen before is counted as a duplicate, not stored."""
         return _ok(self._post("/v1/turns", _turns_body(turns)), IngestReport)
 
-    def close_session(self, session_id: str, closed_at: datetime | None = None) -> CloseResult:
-        """Close a session: the write-time pass runs now (``CloseReport``) or is queued (``CloseAccepted``)."""
-        path, body = _close_request(session_id, closed_at)
+    def close_session(self, session_id: str, closed_at: datetime | None = None, *,
+                      wait_s: float | None = None) -> CloseResult:
+        """Close a session: the write-time pass runs now (``CloseReport``) or is queued (``CloseAccepted``). With
+        ``wait_s`` (at most 30), a queued pass is waited for that long: its ``CloseReport`` once it has run."""
+        path, body = _close_request(session_id, closed_at, wait_s)
         return _close_result(self._post(path, body))
 
     def recall(self, query: RecallQuery) -> RecallResult:
@@ -280,9 +309,11 @@ class AsyncFeltsenseClient:
         """Append turns (at most 500 per call); a turn id seen before is counted as a duplicate, not stored."""
         return _ok(await self._post("/v1/turns", _turns_body(turns)), IngestReport)
 
-    async def close_session(self, session_id: str, closed_at: datetime | None = None) -> CloseResult:
-        """Close a session: the write-time pass runs now (``CloseReport``) or is queued (``CloseAccepted``)."""
-        path, body = _close_request(session_id, closed_at)
+    async def close_session(self, session_id: str, closed_at: datetime | None = None, *,
+                      wait_s: float | None = None) -> CloseResult:
+        """Close a session: the write-time pass runs now (``CloseReport``) or is queued (``CloseAccepted``). With
+        ``wait_s`` (at most 30), a queued pass is waited for that long: its ``CloseReport`` once it has run."""
+        path, body = _close_request(session_id, closed_at, wait_s)
         return _close_result(await self._post(path, body))
 
     async def recall(self, query: RecallQuery) -> RecallResult:

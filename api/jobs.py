@@ -13,10 +13,13 @@ from datetime import datetime
 from typing import Self
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.jobs import Job
+from arq.jobs import JobStatus as ArqStatus
 from redis.exceptions import RedisError
 
 from engine.errors import BackendUnavailable, ConfigurationError
-from engine.jobs import write_job_id
+from engine.jobs import JobState, write_job_id
+from engine.models import CloseReport
 from engine.settings import Settings
 
 log = logging.getLogger("feltsense.jobs")
@@ -83,6 +86,20 @@ class ArqJobs:
             log.info("session %s: job %s is already queued, running or just done; nothing new queued",
                      session_id, job_id)
         return job_id
+
+    async def state(self, job_id: str) -> JobState:
+        job = Job(job_id, self.pool)
+        try:
+            status = await job.status()
+            info = await job.result_info() if status is ArqStatus.complete else None
+        except (RedisError, OSError) as exc:
+            raise BackendUnavailable(f"cannot read the job's status: {exc}", backend=self.backend) from exc
+        if status is ArqStatus.complete:
+            if info is None or not info.success or not isinstance(info.result, dict):
+                return JobState(job_id=job_id, status="failed")
+            return JobState(job_id=job_id, status="complete", report=CloseReport.model_validate(info.result))
+        return JobState(job_id=job_id, status={ArqStatus.in_progress: "running", ArqStatus.queued: "queued",
+                                               ArqStatus.deferred: "queued"}.get(status, "unknown"))
 
     async def ping(self) -> None:
         try:

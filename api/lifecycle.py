@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal, Role, scoped, unscoped
 from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, IdQuery, OptionalIdQuery, problems
-from api.security import require
+from api.security import OPERATOR_ROUTE, require
 from api.tenancy import unscope_memory
 from engine.errors import Forbidden, InvalidInput
 from engine.facts import FactWrite, stored_sentence
@@ -223,11 +223,14 @@ def audit_trail(engine: Engine, principal: Principal, character_id: IdQuery,
 
 
 @post("/v1/maintenance/sweep", status_code=200, sync_to_thread=True,
-      summary="Run the nightly sweep now (usage, repairs, archive, consolidation proposals)",
-      responses=problems(401, 403, 502, 503))
+      summary="Run the nightly sweep now (usage, repairs, archive, consolidation proposals): an admin's covers "
+              "its organisation, an operator's every organisation",
+      responses=problems(401, 403, 502, 503), opt={OPERATOR_ROUTE: True})
 def sweep(engine: Engine, principal: Principal) -> SweepReport:
-    require(principal, "admin")
-    return engine.sweep()
+    require(principal, "admin", "operator")
+    if principal.role == "operator":
+        return engine.sweep()
+    return engine.sweep(namespace=scoped(principal.org, ""))
 
 
 @put("/v1/characters/{character_id:str}/canon/{record_id:str}", status_code=200, sync_to_thread=True,

@@ -19,6 +19,10 @@ from engine.models import Memory, MemoryState, RecallQuery, RecallResult, Trace
 from engine.service import Engine
 
 MAX_PAGE = 200
+"""The most memories one page lists (``limit``)."""
+MAX_OFFSET = 1_000_000
+"""The furthest a listing pages (``offset``): far past any partition's size, and an offset too large for the
+store's 64-bit integers is a 422 naming it, not an overflow deep in the store."""
 
 
 class MemoryView(BaseModel):
@@ -44,8 +48,8 @@ def list_memories(
     character_id: IdQuery,
     user_id: IdQuery,
     q: str | None = Parameter(default=None, max_length=2000, description="search text (hybrid, then reranked)"),
-    offset: int = Parameter(default=0, ge=0),
-    limit: int = Parameter(default=50, ge=1, le=MAX_PAGE),
+    offset: int = Parameter(default=0, ge=0, le=MAX_OFFSET, description=f"at most {MAX_OFFSET:,}"),
+    limit: int = Parameter(default=50, ge=1, le=MAX_PAGE, description=f"at most {MAX_PAGE}"),
     archived: bool = Parameter(default=False, description="the audit flag: list archived memories too"),
 ) -> MemoryPage:
     require(principal, "runtime", "evaluator")

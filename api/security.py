@@ -10,6 +10,9 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 
 from api.auth import KeyStore, Principal, Role
 
+OPERATOR_ROUTE = "operator_route"
+"""A route ``opt`` flag: the routes an operator key may reach. It reaches no other."""
+
 
 def authenticator(keys: KeyStore) -> Callable[[Request[Any, Any, Any]], Principal]:
     """A dependency: the caller's Principal from ``Authorization: Bearer <key>``, or 401."""
@@ -22,6 +25,10 @@ def authenticator(keys: KeyStore) -> Callable[[Request[Any, Any, Any]], Principa
         found = keys.authenticate(token)
         if found is None:
             raise NotAuthorizedException("unknown or revoked API key")
+        # Refused here, once, rather than left to each handler's role check: an operator crosses organisations,
+        # so a handler that forgets to exclude it must not become a way into another organisation's data.
+        if found.role == "operator" and not request.route_handler.opt.get(OPERATOR_ROUTE):
+            raise PermissionDeniedException("an operator key may only run the sweep (POST /v1/maintenance/sweep)")
         return found
 
     return principal

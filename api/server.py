@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import TextIO
 
 from api.app import create_app
-from api.auth import KeyStore
+from api.auth import DEV_KEY_FILE, KeyStore
 from api.jobs import ArqJobs, check_shared_store
 from engine.factory import build_engine
 from engine.jobs import InProcessJobs, JobQueue
+from engine.replay_runner import ComponentsFromSettings, ProcessWorkers, ReplayRunner
 from engine.settings import Settings
 from engine.tuning_store import TuningStore
 
@@ -19,7 +24,26 @@ def key_store(settings: Settings) -> KeyStore:
     return KeyStore(settings.data_dir / "keys.sqlite3")
 
 
-def serve(settings: Settings) -> None:
+def announce_development_key(keys: KeyStore, data_dir: Path, out: TextIO) -> None:
+    """``serve --dev``: the development key, made the first time, and where it is. The secret itself is printed
+    only to a terminal: a redirected stdout is a log file, kept and shared long after the key should be secret."""
+    path = data_dir / DEV_KEY_FILE
+    found = keys.development_key(path)
+    create = f"`feltsense keys create --org dev --role runtime --data-dir {shlex.quote(str(data_dir))}`"
+    if found.token is None:
+        why = (f"was revoked at {found.revoked_at}" if found.revoked_at is not None
+               else f"is no longer in {path} (revoke it: `feltsense keys revoke {found.key_id}`)")
+        print(f"feltsense development key {found.key_id} {why}; it is never made again. Make a new key with "
+              f"{create}.", file=out, flush=True)
+    elif out.isatty():
+        print(DEV_KEY_LINE.format(key=found.token), file=out, flush=True)
+    else:
+        print(f"feltsense development key (org dev, role runtime, id {found.key_id}) in {path.resolve()} "
+              "(its secret is printed only to a terminal)", file=out, flush=True)
+
+
+def serve(settings: Settings, *, dev: bool = False) -> None:
+    """Serve until stopped. With ``dev``, the development key (``announce_development_key``)."""
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -29,11 +53,15 @@ def serve(settings: Settings) -> None:
     engine = build_engine(settings, profiles=tuning)
     # Closing a session queues its write-time pass: in Redis for `feltsense worker`, or on a thread of this process.
     jobs: JobQueue = ArqJobs(settings.redis_url) if settings.redis_url else InProcessJobs(engine)
-    app = create_app(engine, keys=keys, tuning=tuning, retry_interval_s=settings.background_interval_s, jobs=jobs)
+    # Tuning replays run in a worker process at a lower priority: on the request threads they starved recall.
+    replay_workers = ProcessWorkers(ComponentsFromSettings(settings))
+    replay_workers.warm_up()
+    replays = ReplayRunner(replay_workers)
+    app = create_app(engine, keys=keys, tuning=tuning, retry_interval_s=settings.background_interval_s, jobs=jobs,
+                     replays=replays)
     log = logging.getLogger("feltsense")
-    if settings.store == "embedded":
-        # The embedded default works out of the box: a development key, kept in the data directory.
-        print(DEV_KEY_LINE.format(key=keys.development_key(settings.data_dir / "dev-key")), flush=True)
+    if dev:
+        announce_development_key(keys, settings.data_dir, sys.stdout)
     log.info("feltsense on http://%s:%d (data in %s; OpenAPI docs at /docs)", settings.host, settings.port,
              settings.data_dir.resolve())
     log.info("write-time jobs run %s", "in Redis (run `feltsense worker`)" if settings.redis_url else "in-process")
@@ -41,6 +69,7 @@ def serve(settings: Settings) -> None:
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
                     access_log=settings.http_access_log)
     finally:
+        replays.close()
         engine.close()
         tuning.close()
         keys.close()

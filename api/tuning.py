@@ -3,6 +3,7 @@ and see the history. The tuning page (``api.tuning_page``) is a client of these 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from litestar import get, post, put
@@ -13,8 +14,8 @@ from api.auth import Principal, scoped, unscoped
 from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, problems
 from api.security import require
 from engine.recall import strength_params
-from engine.replay import ReplayComparison, TranscriptInvalid, compare_profiles, parse_transcript
-from engine.service import Engine
+from engine.replay import ReplayComparison, Transcript, TranscriptInvalid, parse_transcript
+from engine.replay_runner import ReplayRunner
 from engine.tuning import (
     ContextParams,
     RetrievalParams,
@@ -30,8 +31,6 @@ from engine.tuning_store import TuningStore, TuningVersion
 MAX_TRANSCRIPT_CHARS = 500_000
 MAX_LISTED_TRANSCRIPT_BYTES = 256 * 1024
 TRANSCRIPT_SUFFIXES = (".yaml", ".yml")
-
-
 class TuningSections(BaseModel):
     """A character's tunable sections; every section left out keeps the defaults."""
 
@@ -119,22 +118,30 @@ def validate_tuning(
     return _profile(character_id, data).model_copy(update={"version": current.version})
 
 
-@post("/v1/characters/{character_id:str}/tuning/replay", status_code=200, sync_to_thread=True,
+@post("/v1/characters/{character_id:str}/tuning/replay", status_code=200,
       summary="Replay a transcript under the saved and the proposed profile, in fresh temporary memories, and "
-              "compare each probe", responses=problems(*WITH_BODY))
-def replay_tuning(
-    character_id: IdPath, data: ReplayRequest, principal: Principal, tuning: TuningStore | None, engine: Engine
+              "compare each probe (one replay at a time per organisation)",
+      responses=problems(*WITH_BODY, 429))
+async def replay_tuning(
+    character_id: IdPath, data: ReplayRequest, principal: Principal, tuning: TuningStore | None,
+    replays: ReplayRunner,
 ) -> ReplayComparison:
     require(principal, "director", "admin")
     current = _store(tuning).profile_for(scoped(principal.org, character_id))
     proposed = _profile(current.character_id, data.profile, field_prefix="profile.")
+    # Admitted before the transcript is parsed: a refused replay costs the service no parsing.
+    with replays.admit(principal.org) as replay:
+        transcript = await asyncio.to_thread(_transcript, data.transcript)
+        return await replay.compare(transcript, current, proposed)
+
+
+def _transcript(text: str) -> Transcript:
     try:
-        transcript = parse_transcript(data.transcript, file="transcript")
+        return parse_transcript(text, file="transcript")
     except TranscriptInvalid as exc:
         errors = [{"key": f"transcript.{issue.field}" if issue.field else "transcript", "message": str(issue)}
                   for issue in exc.issues]
         raise ValidationException("invalid value for transcript", extra=errors) from exc
-    return compare_profiles(transcript, current, proposed, embedder=engine.embedder, classifier=engine.classifier)
 
 
 @get("/v1/characters/{character_id:str}/tuning/history", sync_to_thread=True,

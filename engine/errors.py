@@ -5,6 +5,9 @@ problem details in one place.
     ├── NotFound                 404: the thing does not exist (or is not the caller's to see)
     ├── Forbidden                403: the caller's role may not do this in that scope
     ├── InvalidInput             422: a value is wrong; says what, where and why
+    ├── Conflict                 409: an id the service knows, sent again with other content or another owner
+    ├── Gone                     410: an id whose content was erased; it is never stored again
+    ├── Busy                     429 with Retry-After: the caller already has as much of this running as it may
     ├── ConfigurationError       the service is set up wrong (raised at startup)
     └── BackendError
         ├── BackendUnavailable   503 with Retry-After: a store, embedder or classifier cannot be reached
@@ -30,6 +33,27 @@ class InvalidInput(FeltsenseError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class Conflict(FeltsenseError):
+    def __init__(self, message: str, *, ids: tuple[str, ...] = (), field: str | None = None) -> None:
+        super().__init__(message)
+        self.ids = ids
+        self.field = field
+
+
+class Gone(FeltsenseError):
+    def __init__(self, message: str, *, ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.ids = ids
+
+
+class Busy(FeltsenseError):
+    """The caller already has as much of this running as it may (one tuning replay per organisation)."""
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class ConfigurationError(FeltsenseError):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
-from engine.errors import InvalidInput
+from engine.errors import Conflict, Gone, InvalidInput
 from engine.models import IngestReport, Memory, Trace, TraceStatus, Turn
 from engine.ports import Embedder, MemoryStore
 
@@ -18,18 +19,43 @@ def memory_id_for(turn_id: str) -> str:
     return "m_" + hashlib.blake2b(turn_id.encode(), digest_size=10).hexdigest()
 
 
+TIMESTAMP_TOLERANCE = timedelta(seconds=1)
+"""A re-sent turn whose time differs by less than this is the same turn: a store may keep coarser times."""
+
+
+def _differs(sent: Turn, stored: Turn) -> str | None:
+    """What makes ``sent`` another turn than the ``stored`` one with its id, or None when it is the same."""
+    for name in ("character_id", "user_id", "session_id", "role", "text"):
+        if getattr(sent, name) != getattr(stored, name):
+            return name
+    if abs(sent.timestamp - stored.timestamp) >= TIMESTAMP_TOLERANCE:
+        return "timestamp"
+    return None
+
+
 class Ingestor:
     def __init__(
-        self, *, store: MemoryStore, embedder: Embedder, erased: Callable[[Sequence[str]], set[str]] = lambda ids: set()
+        self, *, store: MemoryStore, embedder: Embedder,
+        erased: Callable[[Sequence[str]], set[str]] = lambda ids: set(),
+        erased_turns: Callable[[Sequence[str]], set[str]] = lambda ids: set(),
     ) -> None:
         self._store = store
         self._embedder = embedder
         self._erased = erased  # which of these memory ids were erased (never made again)
+        self._erased_turns = erased_turns  # which of these turn ids were erased (refused: 410)
 
-    def ingest(self, turns: Sequence[Turn]) -> IngestReport:
-        if not turns:
+    def ingest(self, sent: Sequence[Turn]) -> IngestReport:
+        if not sent:
             return IngestReport(stored=0, duplicates=0, memories=0, awaiting_embedding=0)
+        turns = self._distinct(sent)
+        gone = self._erased_turns([t.turn_id for t in turns])
+        if gone:
+            ids = tuple(t.turn_id for t in turns if t.turn_id in gone)
+            raise Gone(f"turn {', '.join(repr(i) for i in ids)} was erased at the user's request and is never "
+                       "stored again; nothing of this batch was stored: send it again without "
+                       f"{'it' if len(ids) == 1 else 'them'}", ids=ids)
         self._check_sessions(turns)
+        self._check_known(sent)
         user_turns = [t for t in turns if t.role == "user"]
         vectors = None
         if user_turns:
@@ -67,10 +93,34 @@ class Ingestor:
             self._mark_late_turns(memories)
         return IngestReport(
             stored=len(new_ids),
-            duplicates=len(turns) - len(new_ids),
+            duplicates=len(sent) - len(new_ids),
             memories=len(memories),
             awaiting_embedding=len(memories) if vectors is None else 0,
         )
+
+    @staticmethod
+    def _distinct(turns: Sequence[Turn]) -> list[Turn]:
+        """The batch with each turn once: an id sent twice with the same content is one turn (the second is a
+        duplicate), with other content a conflict (409), never a silent choice between the two."""
+        first: dict[str, tuple[int, Turn]] = {}
+        for position, turn in enumerate(turns):
+            seen = first.setdefault(turn.turn_id, (position, turn))
+            if seen[1] is not turn and (field := _differs(turn, seen[1])) is not None:
+                raise Conflict(f"turn {turn.turn_id!r} is sent twice in this batch (turns[{seen[0]}] and "
+                               f"turns[{position}]) with a different {field}; nothing was stored",
+                               ids=(turn.turn_id,), field=f"turns[{position}].turn_id")
+        return [turn for _, turn in first.values()]
+
+    def _check_known(self, turns: Sequence[Turn]) -> None:
+        """A turn id already stored names that turn for good: sent again with other content, or for another
+        character or user, it is a conflict (409) rather than a duplicate whose second version is lost."""
+        known = self._store.find_turns([t.turn_id for t in turns])
+        for position, turn in enumerate(turns):
+            stored = known.get(turn.turn_id)
+            if stored is not None and (field := _differs(turn, stored)) is not None:
+                raise Conflict(f"turn {turn.turn_id!r} is already stored with a different {field}; a turn id names "
+                               "one turn for good: send new content under a new id. Nothing of this batch was "
+                               "stored", ids=(turn.turn_id,), field=f"turns[{position}].turn_id")
 
     def _unremembered(self, turns: Sequence[Turn]) -> set[str]:
         """The ids of already stored user turns that have no memory: a call that failed between storing the turns

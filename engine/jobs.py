@@ -21,15 +21,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Protocol, Self, runtime_checkable
+from typing import Literal, Protocol, Self, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import BackendUnavailable
 from engine.models import CloseReport
 from engine.service import Engine
 
 log = logging.getLogger("feltsense.jobs")
+
+JobStatus = Literal["queued", "running", "complete", "failed", "unknown"]
+"""queued: waiting (or deferred for a retry). running. complete: the pass ran (its traces may still be pending if
+the classifier was down; ``report`` says). failed: it raised. unknown: no such job, or its result has expired."""
+FINISHED: tuple[JobStatus, ...] = ("complete", "failed")
+KEPT_RESULTS = 10_000
+"""How many finished in-process jobs keep their status, oldest forgotten first."""
+
+
+class JobState(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    job_id: str
+    status: JobStatus
+    report: CloseReport | None = Field(default=None, description="the write-time pass's report, once complete")
 
 
 def write_job_id(session_id: str) -> str:
@@ -56,6 +74,10 @@ class JobQueue(Protocol):
         """Raise BackendUnavailable unless the queue can take jobs now (for the readiness check)."""
         ...
 
+    async def state(self, job_id: str) -> JobState:
+        """Where a job is now; ``unknown`` for an id the queue does not know (or no longer remembers)."""
+        ...
+
     async def __aenter__(self) -> Self: ...
 
     async def __aexit__(self, *exc_info: object) -> None: ...
@@ -77,6 +99,8 @@ class InProcessJobs:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feltsense-write")
         self._lock = threading.Lock()
         self._pending: dict[str, Future[CloseReport | None]] = {}
+        self._running: set[str] = set()
+        self._finished: OrderedDict[str, JobState] = OrderedDict()
         self._closed = False
 
     def submit(self, session_id: str, closed_at: datetime) -> str:
@@ -99,6 +123,16 @@ class InProcessJobs:
     async def ping(self) -> None:
         if self._closed:
             raise BackendUnavailable("the in-process job queue has shut down", backend=self.backend)
+
+    async def state(self, job_id: str) -> JobState:
+        return self.state_of(job_id)
+
+    def state_of(self, job_id: str) -> JobState:
+        with self._lock:
+            session_id = next((s for s in self._pending if write_job_id(s) == job_id), None)
+            if session_id is not None:
+                return JobState(job_id=job_id, status="running" if session_id in self._running else "queued")
+            return self._finished.get(job_id) or JobState(job_id=job_id, status="unknown")
 
     def pending(self) -> set[str]:
         """The sessions whose pass is queued or running."""
@@ -125,6 +159,8 @@ class InProcessJobs:
         await asyncio.to_thread(self.close)
 
     def _write(self, session_id: str, closed_at: datetime) -> CloseReport | None:
+        with self._lock:
+            self._running.add(session_id)
         try:
             report = self._engine.close_session(session_id, closed_at=closed_at)
         except Exception:
@@ -132,12 +168,22 @@ class InProcessJobs:
             # land here (the engine keeps the traces pending); this is the store failing or an unknown session.
             log.exception("write-time pass for session %s failed", session_id)
             return None
+        finally:
+            with self._lock:
+                self._running.discard(session_id)
         if report.traces_pending:
             log.warning("write-time pass for session %s left %d traces pending; the background pass retries them",
                         session_id, report.traces_pending)
         return report
 
     def _forget(self, session_id: str, done: Future[CloseReport | None]) -> None:
+        report = None if done.cancelled() or done.exception() is not None else done.result()
+        job_id = write_job_id(session_id)
         with self._lock:
+            self._finished[job_id] = JobState(job_id=job_id, status="failed" if report is None else "complete",
+                                              report=report)
+            self._finished.move_to_end(job_id)
+            while len(self._finished) > KEPT_RESULTS:
+                self._finished.popitem(last=False)
             if self._pending.get(session_id) is done:
                 del self._pending[session_id]

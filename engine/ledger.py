@@ -3,13 +3,17 @@
 Both are deliberately apart from the memories they describe. The audit trail outlives them: erasing a memory
 removes everything it said, but the record that it existed, when its status changed and how its strength moved
 stays. No audit event ever holds content; it holds ids, statuses, strengths and, unless a strict erasure
-drops them, names (a fact's subject and relation, a memory's anchors).
+drops them, proper names (the capitalised anchors of a memory: "Luna", never "dog" or "job").
+
+It also keeps the tombstones of erased turns (a digest of each id), so that a client retrying a batch it sent
+before the erasure gets a 410 instead of storing the erased words again.
 
 SQLite, in the data directory, for every store backend (like the tuning and key stores).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -63,7 +67,23 @@ CREATE TABLE IF NOT EXISTS recalls (
 CREATE INDEX IF NOT EXISTS recalls_partition ON recalls (partition, at);
 CREATE TABLE IF NOT EXISTS partitions (character_id TEXT NOT NULL, user_id TEXT NOT NULL,
                                        PRIMARY KEY (character_id, user_id));
+CREATE TABLE IF NOT EXISTS erased_turns (
+    turn_digest TEXT PRIMARY KEY,
+    partition TEXT NOT NULL,
+    at TEXT NOT NULL
+);
 """
+
+
+def proper_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The names an audit event may keep: proper names ("Luna", "Marco"), as anchors keep them capitalised.
+    Common words ("brother", "lost", "job") and fact slots say what a memory was about, which is content."""
+    return tuple(n for n in dict.fromkeys(names) if n[:1].isupper())
+
+
+def turn_digest(turn_id: str) -> str:
+    """A tombstone holds a digest of the erased turn's id, not the id: enough to refuse it, nothing to read."""
+    return hashlib.sha256(turn_id.encode()).hexdigest()
 
 ReviewKind = Literal["promote", "demote"]
 Decision = Literal["pending", "kept", "rejected", "reverted"]
@@ -116,6 +136,8 @@ class Ledger:
         if path is not None:
             self._db.execute("PRAGMA journal_mode=WAL")  # a recall log write per turn: keep it cheap
             self._db.execute("PRAGMA synchronous=NORMAL")
+        # The recall log holds what users said: what erasure deletes is overwritten, not left in free pages.
+        self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
 
@@ -128,7 +150,7 @@ class Ledger:
                 "INSERT INTO audit (memory_id, partition, event, at, status, strength, names, actor) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (memory_id, partition, event, at.astimezone(UTC).isoformat(), status, strength,
-                 json.dumps(list(names)), actor),
+                 json.dumps(list(proper_names(names))), actor),
             )
 
     def history(self, memory_id: str) -> list[AuditEvent]:
@@ -164,15 +186,54 @@ class Ledger:
                           status=row[4], strength=row[5],
                           names=None if row[6] is None else tuple(json.loads(row[6])), actor=row[7])
 
-    def drop_names(self, memory_ids: list[str]) -> None:
-        """Strict erasure: even the names go; only that something existed, and how it changed, stays."""
+    def redact_names(self, memory_ids: list[str], *, strict: bool) -> None:
+        """At erasure: the erased memories' events keep proper names only (events written before that rule
+        held may have more), and a strict erasure drops even those; only that something existed, and how it
+        changed, stays."""
         if not memory_ids:
             return
         with self._lock:
-            self._db.execute(
-                f"UPDATE audit SET names = NULL WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
-                memory_ids,
+            for chunk in range(0, len(memory_ids), 500):
+                ids = memory_ids[chunk:chunk + 500]
+                placeholders = ",".join("?" * len(ids))
+                if strict:
+                    self._db.execute(f"UPDATE audit SET names = NULL WHERE memory_id IN ({placeholders})", ids)
+                    continue
+                rows = self._db.execute(f"SELECT seq, names FROM audit WHERE memory_id IN ({placeholders}) "
+                                        "AND names IS NOT NULL", ids).fetchall()
+                self._db.executemany("UPDATE audit SET names = ? WHERE seq = ?",
+                                     [(json.dumps(list(proper_names(json.loads(names)))), seq)
+                                      for seq, names in rows])
+
+    # -- tombstones: erased turn ids are never stored again --------------------------------------------------
+
+    def tombstone_turns(self, partition: str, turn_ids: Sequence[str], *, at: datetime) -> None:
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO erased_turns (turn_digest, partition, at) VALUES (?, ?, ?)",
+                [(turn_digest(t), partition, at.astimezone(UTC).isoformat()) for t in turn_ids],
             )
+
+    def erased_turns(self, turn_ids: Sequence[str]) -> set[str]:
+        """The ids among ``turn_ids`` whose turn was erased."""
+        if not turn_ids:
+            return set()
+        by_digest = {turn_digest(t): t for t in turn_ids}
+        found: set[str] = set()
+        digests = list(by_digest)
+        with self._lock:
+            for chunk in range(0, len(digests), 500):
+                part = digests[chunk:chunk + 500]
+                found.update(by_digest[r[0]] for r in self._db.execute(
+                    f"SELECT turn_digest FROM erased_turns WHERE turn_digest IN ({','.join('?' * len(part))})",
+                    part))
+        return found
+
+    def purge(self) -> None:
+        """Truncate the write-ahead log after an erasure: it keeps page images (recall bodies among them) until a
+        checkpoint. A ledger in memory has none."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- review queue ------------------------------------------------------------------------------------
 

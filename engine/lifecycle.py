@@ -6,9 +6,11 @@
   profile's ``archive_below`` into the cold archive (status ``archived``): out of everyday recall, listed with
   an audit flag, restorable exactly as it was. Pinned memories and canon never go (their floors keep them up);
   a grief keeps its standing tone rule from the archive.
-- **Erasure.** Only on explicit request, and complete: memories, traces, facts, vectors and lexical entries,
-  and (for a user's erasure) the raw turns, in the store's every index. The receipt lists what went. The audit
-  trail keeps that something existed and how it changed, never what it said; ``strict`` drops names too.
+- **Erasure.** Only on explicit request, and complete: memories, traces, facts, vectors, lexical entries, the
+  raw turns (all of a user's, or the one a memory was made from) and the recall log, in the store's every index;
+  the write-ahead logs are checkpointed before the receipt, and erased turn ids are tombstoned so a retry cannot
+  store them again. The receipt lists what went. The audit trail keeps that something existed and how it
+  changed, never what it said: proper names at most, and ``strict`` drops those too.
 - **Consolidation proposes, never writes.** The sweep files proposals to the review queue: promote a provisional
   fact that keeps coming back, demote a low-value memory that recall keeps returning (rich-get-richer). Nothing
   changes until a reviewer keeps it; a kept change can be reverted to the exact prior state.
@@ -189,21 +191,34 @@ class Lifecycle:
             self._audit(memory, states.get(memory.memory_id) or MemoryState(memory_id=memory.memory_id),
                         "erased", actor)
         self._store.delete_memories(ids)
-        turns = review = recalls = 0
+        review = recalls = 0
+        now = self._clock()
         if partition is not None:
             key = partition_key(partition.character_id, partition.user_id)
-            turns = self._store.delete_turns(partition)
+            erased_turns = self._store.delete_turns(partition)
             review = self._ledger.forget_partition(key)
             recalls = self._ledger.forget_recalls(key)
+            tombstones = {key: [*erased_turns, *(m.turn_id for m in memories if m.turn_id)]}
         else:
-            for owner in {(m.character_id, m.user_id) for m in memories}:
-                recalls += self._ledger.forget_recalls(partition_key(*owner), ids)
-        if strict:
-            self._ledger.drop_names(ids)
+            erased_turns = []
+            tombstones = {}
+            for owner in {m.partition for m in memories}:
+                key = partition_key(owner.character_id, owner.user_id)
+                recalls += self._ledger.forget_recalls(key, ids)
+                said = [m.turn_id for m in memories if m.partition == owner and m.kind == "turn" and m.turn_id]
+                erased_turns += self._store.delete_turns(owner, said)  # the raw turn said it too
+                tombstones[key] = said
+        # A client's retry of an acknowledged batch must not store the erased turns again (ingest refuses them).
+        for key, turn_ids in tombstones.items():
+            self._ledger.tombstone_turns(key, turn_ids, at=now)
+        self._ledger.redact_names(ids, strict=strict)
+        # Deleted rows linger in the write-ahead logs until a checkpoint: the receipt waits for it.
+        self._store.purge()
+        self._ledger.purge()
         return ErasureReceipt(
             memories=tuple(m.memory_id for m in memories if m.kind == "turn"),
             facts=tuple(m.memory_id for m in memories if m.kind == "fact"),
-            traces=len(traces), turns=turns, review_items=review, recalls=recalls, strict=strict,
+            traces=len(traces), turns=len(erased_turns), review_items=review, recalls=recalls, strict=strict,
         )
 
     # -- the nightly sweep and the review queue -----------------------------------------------------------

@@ -201,8 +201,18 @@ class MemoryStore(Protocol):
         which readers resolve by keeping the newest active fact of each slot (``engine.facts.current``)."""
         ...
 
-    def delete_turns(self, partition: Partition) -> int:
-        """Erase a partition's turns (the raw conversation); returns how many."""
+    def delete_turns(self, partition: Partition, turn_ids: Sequence[str] | None = None) -> list[str]:
+        """Erase a partition's turns (the raw conversation), or only those of ``turn_ids`` that are the
+        partition's; returns the ids erased."""
+        ...
+
+    def find_turns(self, turn_ids: Sequence[str]) -> dict[str, Turn]:
+        """The stored turns among ``turn_ids``, by id (whoever owns them: ingest checks the owner)."""
+        ...
+
+    def purge(self) -> None:
+        """Make what was deleted unrecoverable from the store's own files (a database's write-ahead log keeps
+        page images until a checkpoint). Erasure calls it before it answers with a receipt."""
         ...
 
     def close(self) -> None: ...

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from engine.errors import NotFound
 from engine.facts import Actor, FactService, FactWrite
+from engine.gate import VisibilityGate
 from engine.ingest import Ingestor
 from engine.ledger import Ledger, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
@@ -65,10 +66,13 @@ class Engine:
                                  auto_active=AUTO_ACTIVE_RELATIONS)
         self.lifecycle = Lifecycle(store=store, ledger=self.ledger, facts=self.facts, profiles=self.profiles,
                                    clock=clock)
-        self._ingestor = Ingestor(store=store, embedder=embedder, erased=self.ledger.erased)
+        self._ingestor = Ingestor(store=store, embedder=embedder, erased=self.ledger.erased,
+                                  erased_turns=self.ledger.erased_turns)
+        # What recall may see changes all at once: a session's traces and facts, an erasure (engine.gate).
+        self._visibility = VisibilityGate()
         self._writer = TraceWriter(
             store=store, classifier=classifier, embedder=embedder, profiles=self.profiles, clock=clock,
-            facts=self.facts,
+            facts=self.facts, publish=self._visibility.exclusive,
         )
         self._recaller = Recaller(store=store, embedder=embedder, profiles=self.profiles, clock=clock)
         self._write_lock = threading.Lock()
@@ -132,17 +136,18 @@ class Engine:
 
     def forget(self, memory_id: str, partition: Partition, *, strict: bool = False,
                actor: str = "runtime") -> ErasureReceipt:
-        """Erase one memory with its trace, facts, vector and lexical entries; NotFound unless it is
-        ``partition``'s. The audit skeleton stays (without names when ``strict``)."""
+        """Erase one memory with its raw turn, trace, facts, vector, lexical entries and the recalls that showed
+        it; NotFound unless it is ``partition``'s. The audit skeleton stays (without names when ``strict``)."""
         return self.erase_memory(memory_id, [partition], strict=strict, actor=actor)
 
     def recall(self, query: RecallQuery) -> RecallResult:
-        result = self._recaller.recall(query)
-        at = query.at or self.clock()
-        self.lifecycle.note_retrieved([m.memory_id for m in result.memories], query.message, at)
-        # The recall log: "what did the character actually see on that turn" is answerable later by id.
-        self.ledger.record_recall(result.recall_id, partition_key(query.character_id, query.user_id), at,
-                                  result.model_dump_json())
+        with self._visibility.shared():  # an erasure waits for this turn's log entry, then deletes it
+            result = self._recaller.recall(query)
+            at = query.at or self.clock()
+            self.lifecycle.note_retrieved([m.memory_id for m in result.memories], query.message, at)
+            # The recall log: "what did the character actually see on that turn" is answerable later by id.
+            self.ledger.record_recall(result.recall_id, partition_key(query.character_id, query.user_id), at,
+                                      result.model_dump_json())
         return result
 
     def recall_record(self, recall_id: str, partition: Partition) -> RecallResult:
@@ -209,21 +214,25 @@ class Engine:
 
     def erase_memory(self, memory_id: str, partitions: list[Partition], *, strict: bool = False,
                      actor: str) -> ErasureReceipt:
-        with self._write_lock:
+        with self._write_lock, self._visibility.exclusive():
             return self.lifecycle.erase_memory(memory_id, partitions, strict=strict, actor=actor)
 
     def erase_user(self, character_id: str, user_id: str, *, strict: bool = False, actor: str) -> ErasureReceipt:
-        with self._write_lock:
+        with self._write_lock, self._visibility.exclusive():
             receipt = self.lifecycle.erase_partition(partition_for("user", character_id, user_id), strict=strict,
                                                      actor=actor)
             self.ledger.untouch(character_id, user_id)
             return receipt
 
-    def sweep(self) -> SweepReport:
+    def sweep(self, *, namespace: str | None = None) -> SweepReport:
         """The nightly job: usage folded in, interrupted supersessions finished, decayed memories archived,
-        consolidation proposals filed to the review queue."""
-        partitions = [Partition(character_id=c, user_id=u) for c, u in self.ledger.partitions()]
-        levels = {p for c, u in self.ledger.partitions() for _, p in visible(c, u)}
+        consolidation proposals filed to the review queue. With ``namespace`` (an organisation's prefix as the
+        API scopes ids, ``"acme:"``; see ``engine.scopes``) only the partitions and levels whose character id
+        carries it; without, every one."""
+        known = [(c, u) for c, u in self.ledger.partitions() if namespace is None or c.startswith(namespace)]
+        partitions = [Partition(character_id=c, user_id=u) for c, u in known]
+        # A partition's levels share its prefix (canon: the character's id, shared: the organisation's).
+        levels = {p for c, u in known for _, p in visible(c, u)}
         with self._write_lock:
             return self.lifecycle.sweep(sorted(set(partitions) | levels, key=lambda p: (p.character_id, p.user_id)))
 

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Infinity is saved as JSON null, which no later load accepts (a bad row once stopped the service starting).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class RetrievalParams(_Params):
@@ -65,7 +66,8 @@ class ScoringParams(_Params):
         ),
     )
     factual_half_life_days: float = Field(
-        default=3650.0, gt=0.0, description="factual traces are nearly flat: a ten-year half-life"
+        default=3650.0, gt=0.0, le=36_500.0,
+        description="factual traces are nearly flat: a ten-year half-life (at most a century)",
     )
     salience_base: float = Field(
         default=0.7, ge=0.0, le=1.0,
@@ -177,7 +179,7 @@ class TuningProfile(_Params):
     """All tunable constants of one character. ``version`` grows with every saved change."""
 
     character_id: str = "default"
-    version: int = Field(default=1, ge=1)
+    version: int = Field(default=1, ge=1, le=2**63 - 1, description="the store keeps it in an SQLite INTEGER")
     retrieval: RetrievalParams = RetrievalParams()
     scoring: ScoringParams = ScoringParams()
     tone: ToneParams = ToneParams()

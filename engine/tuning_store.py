@@ -3,18 +3,25 @@ made them and why, so a director can see the history and roll back.
 
 Profiles are small and change rarely, so they live in their own SQLite file beside the data, whichever memory
 store is configured.
+
+A stored row that no longer reads as a valid version (written before a bound existed, or damaged) is logged and
+skipped, never fatal: the character falls back to its newest valid version, or the defaults.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from engine.tuning import ProfileSource, TuningProfile
+
+log = logging.getLogger("feltsense.tuning")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tuning (
@@ -48,21 +55,33 @@ class TuningStore(ProfileSource):
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
-        for (body,) in self._db.execute(
-            "SELECT t.profile FROM tuning t WHERE t.version = "
-            "(SELECT MAX(version) FROM tuning WHERE character_id = t.character_id)"
+        loaded: set[str] = set()
+        for row in self._db.execute(
+            "SELECT character_id, version, profile, author, note, saved_at FROM tuning "
+            "ORDER BY character_id, version DESC"
         ):
-            ProfileSource.set(self, TuningProfile.model_validate_json(body))
+            if row[0] in loaded:
+                continue
+            version = _read(row)
+            if version is not None:
+                ProfileSource.set(self, version.profile)
+                loaded.add(row[0])
 
     def save(self, profile: TuningProfile, *, author: str, note: str = "") -> TuningProfile:
         """Store ``profile`` as the character's next version (its own version number is ignored)."""
         with self._lock:
             current = self.profile_for(profile.character_id)
-            saved = profile.model_copy(update={"version": current.version + 1})
+            # Above every stored version, skipped unreadable ones included: their numbers stay taken.
+            (stored,) = self._db.execute(
+                "SELECT MAX(version) FROM tuning WHERE character_id = ? AND typeof(version) = 'integer'",
+                (profile.character_id,),
+            ).fetchone()
+            latest = current.version if stored is None else max(current.version, stored)
+            saved = profile.model_copy(update={"version": latest + 1})
             now = datetime.now(UTC).isoformat()
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                if current.version == 1 and not self._stored(profile.character_id):
+                if stored is None and current.version == 1:
                     # Keep the defaults as version 1, so the first change can be rolled back too.
                     self._db.execute(
                         "INSERT INTO tuning VALUES (?, ?, ?, ?, ?, ?)",
@@ -83,23 +102,33 @@ class TuningStore(ProfileSource):
         self.save(profile, author="engine")
 
     def history(self, character_id: str) -> list[TuningVersion]:
-        """Every saved version, newest first (empty when the character was never tuned)."""
+        """Every readable saved version, newest first (empty when the character was never tuned)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT version, profile, author, note, saved_at FROM tuning WHERE character_id = ? "
+                "SELECT character_id, version, profile, author, note, saved_at FROM tuning WHERE character_id = ? "
                 "ORDER BY version DESC",
                 (character_id,),
             ).fetchall()
-        return [
-            TuningVersion(version=r[0], profile=TuningProfile.model_validate_json(r[1]), author=r[2], note=r[3],
-                          saved_at=datetime.fromisoformat(r[4]))
-            for r in rows
-        ]
-
-    def _stored(self, character_id: str) -> bool:
-        return self._db.execute("SELECT 1 FROM tuning WHERE character_id = ? LIMIT 1", (character_id,)).fetchone() \
-            is not None
+        return [version for version in map(_read, rows) if version is not None]
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _read(row: tuple[Any, ...]) -> TuningVersion | None:
+    """The version a stored row holds; None (and a warning) when the row does not read as one."""
+    character_id, version = row[0], row[1]
+    try:
+        read = TuningVersion(version=version, profile=TuningProfile.model_validate_json(row[2]), author=row[3],
+                             note=row[4], saved_at=datetime.fromisoformat(row[5]))
+        if (read.profile.character_id, read.profile.version) != (character_id, read.version):
+            raise ValueError(f"the profile inside is {read.profile.character_id!r} version {read.profile.version}")
+    except ValidationError as exc:
+        reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'profile'}: {e['msg']}" for e in exc.errors())
+        log.warning("skipping unreadable tuning row: character %r version %r: %s", character_id, version, reason)
+        return None
+    except (ValueError, TypeError) as exc:
+        log.warning("skipping unreadable tuning row: character %r version %r: %s", character_id, version, exc)
+        return None
+    return read

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
 import numpy as np
@@ -34,8 +35,10 @@ class TraceWriter:
         profiles: ProfileSource,
         clock: Callable[[], datetime],
         facts: FactService,
+        publish: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> None:
         self._facts = facts
+        self._publish = publish  # held while a session's traces and facts are written: recall sees all or none
         self._store = store
         self._embedder = embedder
         self._classifier = classifier
@@ -110,8 +113,9 @@ class TraceWriter:
             ]
             self._store.put_traces(pending)
             return CloseReport(session_id=session_id, traces_written=0, traces_pending=len(pending))
-        self._store.put_traces(traces)
-        self._write_facts(memories, traces)
+        with self._publish():
+            self._store.put_traces(traces)
+            self._write_facts(memories, traces)
         return CloseReport(session_id=session_id, traces_written=len(traces), traces_pending=0)
 
     def _write_facts(self, memories: list[Memory], traces: list[Trace]) -> None:

@@ -6,6 +6,7 @@ the pair and call the ``_add_`` function from ``build_parser``. Heavy imports (m
 handler, so ``feltsense --help`` and argument errors stay instant.
 
     feltsense serve [--port N] [--data-dir DIR]   serve the API on the embedded default
+                    [--dev]                       ... with a development key, made once (DATA_DIR/dev-key)
     feltsense worker [--burst]                    run the arq worker (write-time jobs; needs FELTSENSE_REDIS_URL)
     feltsense eval run PATH... [--json FILE]     replay tester transcripts (../shared/transcripts/FORMAT.md)
     feltsense bench scorer [--json]              stage two, 40 -> 6, against a plain-Python reference
@@ -64,11 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from api.auth import ROLES  # the standard library only: the parser stays instant
+
     keys = commands.add_parser("keys", help="API keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
     create = key_commands.add_parser("create", help="create a key and print it (the only time it is shown)")
     create.add_argument("--org", required=True, help="the organisation the key belongs to")
-    create.add_argument("--role", required=True, choices=["runtime", "director", "evaluator", "admin"])
+    create.add_argument("--role", required=True, choices=ROLES,
+                        help="operator: only the sweep, over every organisation (see the README's roles)")
     create.add_argument("--label", default="", help="a note kept with the key")
     create.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
     create.set_defaults(handler=handle_keys_create)
@@ -138,6 +142,9 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
     serve.add_argument("--data-dir", type=Path, help="where the embedded store keeps its files (default ./data)")
+    serve.add_argument("--dev", action="store_true",
+                       help="make a development key (org dev, role runtime) the first time and keep it in "
+                            "DATA_DIR/dev-key (printed only to a terminal); a revoked one is never made again")
     serve.set_defaults(handler=handle_serve)
 
 
@@ -147,7 +154,7 @@ def handle_serve(args: argparse.Namespace, runtime: Runtime) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir))
                  if v is not None}
-    serve(Settings(**overrides))
+    serve(Settings(**overrides), dev=args.dev)
     return EXIT_OK
 
 

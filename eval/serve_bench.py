@@ -3,7 +3,8 @@
 Four phases, each timed on its own:
 
 1. **Service.** Start ``feltsense serve`` on a free 127.0.0.1 port with a temporary data directory (or use the one
-   at ``--url``). A self-started service prints its development key; the bench uses it.
+   at ``--url``). A self-started service is started with ``--dev``; the bench reads its development key from the
+   data directory (it is not printed to the log).
 2. **Load.** ``users`` × ``memories_per_user`` user turns through the typed client (``POST /v1/turns`` in batches
    of 500, sessions of 20 a day apart), then every session closed, so each memory has its trace. A service that
    queues the write-time pass (202) is given until its traces are written; the wait counts as load time.
@@ -32,7 +33,6 @@ import asyncio
 import contextlib
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -50,6 +50,7 @@ from typing import Any
 
 import httpx
 
+from api.auth import DEV_KEY_FILE
 from api.client import AsyncFeltsenseClient, FeltsenseAPIError, FeltsenseClient
 from engine.models import CloseReport, RecallQuery, Turn
 from eval.bench import QUERIES, synthetic_turns
@@ -58,7 +59,6 @@ CHARACTER = "bench-ava"
 BATCH_TURNS = 500
 """Turns per ``POST /v1/turns``: the API's maximum."""
 SESSION_TURNS = 20
-DEV_KEY_LINE = re.compile(r"feltsense development key \(org dev, role runtime\): (\S+)")
 STARTUP_TIMEOUT_S = 180.0
 """The service loads the embedding model and classifier before it answers /healthz."""
 TRACES_TIMEOUT_S = 1800.0
@@ -145,7 +145,7 @@ def self_started_service(progress: Progress) -> Iterator[RunningService]:
             # A session of its own: Ctrl-C reaches the bench only, which then stops the service in order.
             process = subprocess.Popen(
                 [sys.executable, "-m", "eval.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-                 "--data-dir", str(root / "data")],
+                 "--data-dir", str(root / "data"), "--dev"],
                 stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
                 start_new_session=True,
             )
@@ -153,10 +153,11 @@ def self_started_service(progress: Progress) -> Iterator[RunningService]:
         progress(f"service: starting on {url} (pid {process.pid}, data and log in {root})")
         started = time.perf_counter()
         _wait_for_health(url, process, log_path)
-        found = DEV_KEY_LINE.search(log_path.read_text(encoding="utf-8", errors="replace"))
+        key_file = root / "data" / DEV_KEY_FILE
+        key = key_file.read_text().strip() if key_file.exists() else None
         progress(f"service: up in {time.perf_counter() - started:.1f} s"
-                 f"{', using its development key' if found else ', no development key printed: sending none'}")
-        yield RunningService(url=url, key=found.group(1) if found else None, pid=process.pid)
+                 f"{', using its development key' if key else ', no development key made: sending none'}")
+        yield RunningService(url=url, key=key, pid=process.pid)
         ok = True
     finally:
         if process is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import ConfigurationError, InvalidInput, NotFound
+from engine.errors import BackendUnavailable, ConfigurationError, InvalidInput, NotFound
 from engine.models import (
     REGISTERS,
     Candidate,
@@ -290,6 +290,8 @@ class EmbeddedStore:
         self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # Erased content must not survive in free pages of the file: SQLite overwrites what it deletes with zeros.
+        self._db.execute("PRAGMA secure_delete=ON")
         self._migrate()
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
@@ -815,11 +817,49 @@ class EmbeddedStore:
     def _before_replacing(self, fact: Memory) -> None:
         """A seam for crash-injection tests: runs between writing a new fact and revoking what it replaces."""
 
-    def delete_turns(self, partition: Partition) -> int:
+    def delete_turns(self, partition: Partition, turn_ids: Sequence[str] | None = None) -> list[str]:
+        where = "character_id = ? AND user_id = ?"
+        params: list[str] = [partition.character_id, partition.user_id]
+        if turn_ids is not None:
+            if not turn_ids:
+                return []
+            where += f" AND turn_id IN ({','.join('?' * len(turn_ids))})"
+            params.extend(turn_ids)
         with self._lock:
-            cursor = self._db.execute("DELETE FROM turns WHERE character_id = ? AND user_id = ?",
-                                      (partition.character_id, partition.user_id))
-        return int(cursor.rowcount)
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                deleted = [r[0] for r in self._db.execute(f"SELECT turn_id FROM turns WHERE {where} ORDER BY seq",
+                                                          params)]
+                self._db.execute(f"DELETE FROM turns WHERE {where}", params)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return deleted
+
+    def find_turns(self, turn_ids: Sequence[str]) -> dict[str, Turn]:
+        if not turn_ids:
+            return {}
+        found: dict[str, Turn] = {}
+        with self._lock:
+            for chunk in range(0, len(turn_ids), 500):
+                ids = list(turn_ids[chunk:chunk + 500])
+                for r in self._db.execute(
+                    "SELECT turn_id, session_id, character_id, user_id, role, text, timestamp FROM turns "
+                    f"WHERE turn_id IN ({','.join('?' * len(ids))})", ids,
+                ):
+                    found[r[0]] = Turn(turn_id=r[0], session_id=r[1], character_id=r[2], user_id=r[3], role=r[4],
+                                       text=r[5], timestamp=_parse_ts(r[6]))
+        return found
+
+    def purge(self) -> None:
+        """Copy the write-ahead log into the database and truncate it: the WAL keeps every page image written
+        since the last checkpoint, so deleted content would otherwise stay readable there."""
+        with self._lock:
+            busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise BackendUnavailable("the store's write-ahead log could not be truncated: another connection "
+                                     "reads it", backend="embedded")
 
     def close(self) -> None:
         with self._lock:

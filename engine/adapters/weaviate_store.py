@@ -982,20 +982,41 @@ class WeaviateStore:
         """A seam for crash-injection tests: runs between writing a new fact and revoking what it replaces."""
 
     @_boundary("delete turns")
-    def delete_turns(self, partition: Partition) -> int:
+    def delete_turns(self, partition: Partition, turn_ids: Sequence[str] | None = None) -> list[str]:
         tenant = tenant_for(partition)
         with self._write_lock:
-            deleted = self._delete_all(self._turns, Filter.by_property("tenant").equal(tenant))
+            if turn_ids is not None:
+                found = [t for t in self._by_ids(self._turns, (_id("turn", i) for i in turn_ids),
+                                                 [p.name for p in TURN_SCHEMA])
+                         if (t.properties["character_id"], t.properties["user_id"])
+                         == (partition.character_id, partition.user_id)]
+                for chunk in _chunks([t.uuid for t in found], PAGE):
+                    _check_deleted(self._turns.data.delete_many(where=Filter.by_id().contains_any(list(chunk))))
+                return [str(t.properties["turn_id"]) for t in found]
+            wheres = [Filter.by_property("tenant").equal(tenant)]
             if self._legacy_turns:
                 # Turns stored before they recorded their tenant: through the sessions the partition owns (a
                 # session belongs to the partition of its first turn for good). A scan, but erasure is rare.
                 owned = [obj.properties["session_id"]
                          for obj in self._sessions.iterator(return_properties=["session_id", "tenant"])
                          if obj.properties.get("tenant") == tenant]
-                for chunk in _chunks(owned, PAGE):
-                    deleted += self._delete_all(self._turns,
-                                                Filter.by_property("session_id").contains_any(list(chunk)))
-        return deleted
+                wheres += [Filter.by_property("session_id").contains_any(list(chunk))
+                           for chunk in _chunks(owned, PAGE)]
+            deleted: list[str] = []
+            for where in wheres:
+                ids = [str(t.properties["turn_id"]) for t in self._all(self._turns, where, ["turn_id"])]
+                self._delete_all(self._turns, where)
+                deleted.extend(ids)
+        return list(dict.fromkeys(deleted))
+
+    @_boundary("read turns")
+    def find_turns(self, turn_ids: Sequence[str]) -> dict[str, Turn]:
+        found = self._by_ids(self._turns, (_id("turn", i) for i in turn_ids), [p.name for p in TURN_SCHEMA])
+        return {str(t.properties["turn_id"]): _turn_from(t.properties) for t in found}
+
+    def purge(self) -> None:
+        """Nothing to do from here: deleted objects leave Weaviate's API at once, and its segments compact on
+        their own schedule (the server's files are its operator's to manage)."""
 
     @staticmethod
     def _delete_all(collection: Collection[Props, None], where: FilterReturn) -> int:

@@ -29,8 +29,10 @@ from api.client import (
     AsyncFeltsenseClient,
     AuthError,
     CloseAccepted,
+    ConflictError,
     FeltsenseAPIError,
     FeltsenseClient,
+    GoneError,
     NotFoundError,
     UnavailableError,
     ValidationError,
@@ -217,6 +219,20 @@ def test_a_queued_close_comes_back_as_close_accepted(hashing_engine: Engine, ser
     assert (accepted.session_id, accepted.queued) == ("s1", True) and accepted.job_id
 
 
+def test_a_close_can_wait_for_its_pass_and_a_reused_turn_id_is_a_conflict(
+    hashing_engine: Engine, service: Service
+) -> None:
+    app = create_app(hashing_engine, keys=service.keys, jobs=InProcessJobs(hashing_engine))
+    with TestClient(app) as test_client, service.client(test_client) as memory:
+        turns = luna_turns()
+        memory.ingest(turns)
+        report = memory.close_session("s1", closed_at=datetime(2025, 3, 2, 18, 10, tzinfo=UTC), wait_s=10)
+        assert isinstance(report, CloseReport) and report.session_id == "s1" and report.traces_written >= 1
+        with pytest.raises(ConflictError) as raised:
+            memory.ingest([turns[0].model_copy(update={"text": "Something else."})])
+        assert raised.value.status == 409 and turns[0].turn_id in raised.value.detail
+
+
 def test_the_key_is_sent_as_a_bearer_token() -> None:
     # The one fake: the app cannot show the headers it received.
     seen: list[httpx.Request] = []
@@ -259,9 +275,9 @@ def test_readme_example_is_this_one() -> None:
 
 def test_public_api() -> None:
     assert set(api.client.__all__) == {
-        "AsyncFeltsenseClient", "AuthError", "CloseAccepted", "CloseResult", "FeltsenseAPIError", "FeltsenseClient",
-        "NotFoundError", "UnavailableError", "ValidationError",
+        "AsyncFeltsenseClient", "AuthError", "CloseAccepted", "CloseResult", "ConflictError", "FeltsenseAPIError",
+        "FeltsenseClient", "GoneError", "NotFoundError", "UnavailableError", "ValidationError",
     }
-    for error in (AuthError, NotFoundError, UnavailableError, ValidationError):
+    for error in (AuthError, ConflictError, GoneError, NotFoundError, UnavailableError, ValidationError):
         assert issubclass(error, FeltsenseAPIError)
 

@@ -39,10 +39,15 @@ def test_with_the_in_process_queue_a_close_is_queued_and_written_in_the_backgrou
         assert client.post("/v1/turns", json=TURNS).status_code == 200
         closed = client.post("/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"})
         assert closed.status_code == 202
-        assert closed.json() == {"session_id": "s1", "job_id": "write-session:acme:s1", "queued": True}
+        answered = closed.json()
+        assert {k: answered[k] for k in ("session_id", "job_id", "queued")} == {
+            "session_id": "s1", "job_id": "write-session:acme:s1", "queued": True}
+        assert answered["status"] in ("queued", "running") and answered["report"] is None
         missing = client.post("/v1/sessions/nope/close")
         assert missing.status_code == 404 and missing.headers["content-type"].startswith("application/problem+json")
         jobs.join(timeout_s=10)
+        done = client.get("/v1/jobs/write-session:acme:s1").json()
+        assert done["status"] == "complete" and done["report"]["session_id"] == "s1"
         memories = hashing_engine.store.session_memories("acme:s1")
         traces = hashing_engine.store.get_traces([m.memory_id for m in memories])
         assert [traces[m.memory_id].status for m in memories] == [TraceStatus.COMPLETE] * 2

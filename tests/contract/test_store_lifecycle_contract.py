@@ -124,7 +124,8 @@ def test_erasure_leaves_no_content(store: MemoryStore) -> None:
 
     ids = [m.memory_id for m in store.list_memories(PARTITION, offset=0, limit=100)]
     store.delete_memories(ids)
-    assert store.delete_turns(PARTITION) == 1
+    assert store.delete_turns(PARTITION) == ["t1"]
+    store.purge()
 
     assert store.list_memories(PARTITION, offset=0, limit=100) == []
     assert store.list_facts(PARTITION) == [] and store.get_states(ids) == {}
@@ -135,3 +136,20 @@ def test_erasure_leaves_no_content(store: MemoryStore) -> None:
     # Another user's copy of the same words is theirs, and stays.
     assert store.get_turns("s9") == [turns[1]]
     assert _search(store, "blue door", partition=Partition(character_id="ava", user_id="u2")) == [theirs.memory_id]
+
+
+def test_turns_are_found_and_erased_by_id_only_in_their_partition(store: MemoryStore) -> None:
+    mine = [Turn(turn_id=f"t{i}", session_id="s1", character_id="ava", user_id="u1", role="user",
+                 text=f"turn {i}", timestamp=T0 + timedelta(minutes=i)) for i in range(3)]
+    theirs = Turn(turn_id="x1", session_id="s9", character_id="ava", user_id="u2", role="user", text="theirs",
+                  timestamp=T0)
+    store.add_turns([*mine, theirs])
+    assert store.find_turns(["t1", "x1", "nope"]) == {"t1": mine[1], "x1": theirs}
+    assert store.find_turns([]) == {}
+
+    # By id, and only the partition's own: another user's id in the list is left alone.
+    assert store.delete_turns(PARTITION, ["t1", "x1", "nope"]) == ["t1"]
+    assert store.delete_turns(PARTITION, []) == []
+    assert store.get_turns("s1") == [mine[0], mine[2]]
+    assert store.find_turns(["t1", "x1"]) == {"x1": theirs}
+    store.purge()

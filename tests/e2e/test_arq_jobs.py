@@ -261,8 +261,10 @@ def test_the_http_close_answers_202_with_the_derived_job_id(
         for _ in range(2):
             closed = client.post("/v1/sessions/s1/close", json={"closed_at": CLOSED_AT.isoformat()})
             assert closed.status_code == 202, closed.text
-            assert closed.json() == {"session_id": "s1", "job_id": "write-session:acme:s1", "queued": True}
+            assert closed.json() == {"session_id": "s1", "job_id": "write-session:acme:s1", "queued": True,
+                                     "status": "queued", "report": None}
         assert client.post("/v1/sessions/nope/close").status_code == 404
+        assert client.get("/v1/jobs/write-session:acme:s1").json()["status"] == "queued"
 
         ready = client.get("/readyz")
         assert ready.status_code == 200
@@ -272,6 +274,10 @@ def test_the_http_close_answers_202_with_the_derived_job_id(
         assert raw.zrange(default_queue_name, 0, -1) == [b"write-session:acme:s1"]
     assert asyncio.run(burst(redis_url, providers.engine)).jobs_complete == 1
     assert [status for status, _ in providers.traces("acme:s1")] == [TraceStatus.COMPLETE] * 2
+    with TestClient(create_app(providers.engine, keys=keys, jobs=ArqJobs(redis_url))) as client:
+        done = client.get("/v1/jobs/write-session:acme:s1", headers=headers).json()
+        assert done["status"] == "complete" and done["report"]["traces_written"] == 2
+        assert done["report"]["session_id"] == "s1"
     keys.close()
 
 

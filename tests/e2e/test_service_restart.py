@@ -70,7 +70,9 @@ def test_a_restart_keeps_every_memory_and_trace(service: Service) -> None:
     closed = httpx.post(f"{service.url}/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"},
                         headers=_auth(service), timeout=30)
     assert closed.status_code == 202, closed.text
-    assert closed.json() == {"session_id": "s1", "job_id": "write-session:dev:s1", "queued": True}
+    answered = closed.json()
+    assert {k: answered[k] for k in ("session_id", "job_id", "queued")} == {
+        "session_id": "s1", "job_id": "write-session:dev:s1", "queued": True}
     before = _recall_once_written(service)
     assert any("Luna" in m["text"] for m in before["memories"])
     assert any(c["register"] in {"grief", "sadness"} for c in before["tone_constraints"])

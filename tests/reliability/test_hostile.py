@@ -34,6 +34,7 @@ from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.ledger import Ledger
+from engine.models import RecallQuery, Turn
 from engine.service import Engine
 from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier
@@ -322,16 +323,30 @@ def test_turns_from_1970_to_a_day_ahead_are_stored(api: Api) -> None:
 
 
 @pytest.mark.parametrize("at", ["0001-01-01T00:00:00Z", "1900-01-01T00:00:00Z", "9999-12-31T23:59:59Z"])
-def test_recall_and_close_at_far_off_times_answer_safely(api: Api, at: str) -> None:
+def test_recall_and_close_at_far_off_times_are_refused_and_the_engine_stays_finite(
+    api: Api, tmp_path: Path, at: str
+) -> None:
+    # Over HTTP such times are a 422 (tests/reliability/test_trust_api.py); a replayed transcript may still
+    # reach the engine with them, and its scores must stay finite there.
     assert api.post("/v1/turns", {"turns": [turn(i, text) for i, text in enumerate(LUNA)]}).status_code == 200
-    closed = api.post("/v1/sessions/s1/close", {"closed_at": at})
-    assert closed.status_code == 200 and closed.json()["traces_written"] == 3
-    result = api.post("/v1/recall", {"character_id": "ava", "user_id": "u1", "message": "Luna", "at": at})
-    assert result.status_code == 200, result.text
-    body = result.json()
-    assert json.loads(json.dumps(body, allow_nan=False)) == body  # every score is a finite number
-    # A recall before the memories were said finds none of them; one long after still finds them.
-    assert bool(body["memories"]) == at.startswith("9999")
+    assert api.post("/v1/sessions/s1/close", {"closed_at": at}).status_code == 422
+    assert api.post("/v1/recall", {"character_id": "ava", "user_id": "u1", "message": "Luna", "at": at}
+                    ).status_code == 422
+    embedder = HashingEmbedder()
+    engine = Engine(store=EmbeddedStore(tmp_path / "engine", embedding_model=embedder.model_id,
+                                        dimension=embedder.dimension), embedder=embedder,
+                    classifier=KeywordClassifier())
+    try:
+        when = datetime.fromisoformat(at)
+        engine.ingest([Turn.model_validate(turn(i, text)) for i, text in enumerate(LUNA)])
+        assert engine.close_session("s1", closed_at=when).traces_written == 3
+        body = engine.recall(RecallQuery(character_id="ava", user_id="u1", message="Luna", at=when)).model_dump(
+            mode="json")
+        assert json.loads(json.dumps(body, allow_nan=False)) == body  # every score is a finite number
+        # A recall before the memories were said finds none of them; one long after still finds them.
+        assert bool(body["memories"]) == at.startswith("9999")
+    finally:
+        engine.close()
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The real service for end-to-end tests: ``python -m eval.cli serve`` on a free loopback port over a data
+"""The real service for end-to-end tests: ``python -m eval.cli serve --dev`` on a free loopback port over a data
 directory, started, stopped (SIGTERM), crashed (SIGKILL) and started again on the same port and data."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class FeltsenseService:
         with self.log.open("ab") as log:  # a file, not a pipe nobody reads: the service logs every recall
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "eval.cli", "serve", "--port", str(self.port), "--data-dir",
-                 str(self.data_dir)],
+                 str(self.data_dir), "--dev"],
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=REPO,
             )
@@ -67,5 +67,5 @@ class FeltsenseService:
         self.process = None
 
     def headers(self) -> dict[str, str]:
-        """The development key the embedded default prints (and keeps in the data directory)."""
+        """The development key ``serve --dev`` keeps in the data directory."""
         return {"Authorization": f"Bearer {(self.data_dir / 'dev-key').read_text().strip()}"}
