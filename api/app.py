@@ -19,6 +19,7 @@ from litestar import Litestar, Request, Response, get, post
 from litestar.di import Provide
 from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.params import Parameter
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
@@ -268,7 +269,7 @@ READY_RETRY_AFTER_S = 5
 
 MAX_CLOSE_WAIT_S = 30.0
 """The longest a close may wait for its write-time pass (``?wait=true``); a longer pass answers 202 and is polled."""
-JOB_POLL_S = 0.02
+JOB_POLL_S = 0.05
 
 
 class CloseQueued(BaseModel):
@@ -278,6 +279,10 @@ class CloseQueued(BaseModel):
     queued: bool = True
     status: JobStatus = Field(default="queued", description="where the job was when the close answered")
     report: CloseReport | None = Field(default=None, description="the pass's report, when the close waited for it")
+    traces_pending: int | None = Field(
+        default=None, description="with wait: the session's memories still without a trace when the close "
+                                  "answered (0 with a 200). A close again soon after a pass (arq keeps a finished "
+                                  "job's id for a while) is written by the background retry instead")
 
 
 class Readiness(BaseModel):
@@ -286,8 +291,11 @@ class Readiness(BaseModel):
 
 
 @post("/v1/sessions/{session_id:str}/close", status_code=202,
-      summary="Close a session: queue the write-time pass over its memories (202 with the job id)",
-      responses=problems(*WITH_BODY, 404), operation_class=OptionalBody)
+      summary="Close a session: queue the write-time pass over its memories (202 with the job id; 200 once it ran, "
+              "with wait=true)",
+      responses={200: ResponseSpec(CloseQueued, description="wait=true: the pass has run, every memory has its "
+                                                            "trace"), **problems(*WITH_BODY, 404)},
+      operation_class=OptionalBody)
 async def enqueue_close(
     session_id: str, engine: Engine, jobs: JobQueue, principal: Principal, data: CloseRequest | None = None,
     wait: bool = Parameter(default=False, description="answer once the write-time pass has run (200), or after "
@@ -306,21 +314,35 @@ async def enqueue_close(
     except NotFound:
         raise NotFound(f"no session {session_id!r}") from None
     job_id = await jobs.enqueue_write(engine_session, closed_at)
-    state = await _wait_for(jobs, job_id, timeout_s) if wait else await jobs.state(job_id)
+    pending: int | None = None
+    if wait:
+        state, pending = await _wait_for(engine, jobs, engine_session, closed_at, job_id, timeout_s)
+    else:
+        state = await jobs.state(job_id)
     if state.status == "unknown":  # an arq job may have run and expired already; it was queued just now
         state = state.model_copy(update={"status": "queued"})
     done = CloseQueued(session_id=session_id, job_id=job_id, queued=state.status not in FINISHED,
-                       status=state.status,
+                       status=state.status, traces_pending=pending,
                        report=state.report.model_copy(update={"session_id": session_id}) if state.report else None)
-    return Response(done, status_code=200 if wait and state.status in FINISHED else 202)
+    return Response(done, status_code=200 if wait and state.status in FINISHED and not pending else 202)
 
 
-async def _wait_for(jobs: JobQueue, job_id: str, timeout_s: float) -> JobState:
+async def _wait_for(engine: Engine, jobs: JobQueue, session_id: str, closed_at: datetime, job_id: str,
+                    timeout_s: float) -> tuple[JobState, int]:
+    """Poll until the job has finished and the session has no pending trace, or until ``timeout_s``. A job that
+    finished before this close's new turns (the pass was already running, or arq still held a finished job's id)
+    leaves them pending: it is queued once more, which the in-process queue takes; else the retry writes them."""
     deadline = asyncio.get_running_loop().time() + timeout_s
+    requeued = False
     while True:
         state = await jobs.state(job_id)
-        if state.status in FINISHED or asyncio.get_running_loop().time() >= deadline:
-            return state
+        pending = await asyncio.to_thread(engine.pending_traces, session_id)
+        finished = state.status in FINISHED
+        if (finished and not pending) or asyncio.get_running_loop().time() >= deadline:
+            return state, pending
+        if finished and not requeued:
+            requeued = True
+            await jobs.enqueue_write(session_id, closed_at)
         await asyncio.sleep(JOB_POLL_S)
 
 

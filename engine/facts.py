@@ -119,7 +119,8 @@ def current(facts: Sequence[Memory], states: dict[str, MemoryState]) -> dict[tup
 class FactWrite:
     fact_id: str
     status: Status
-    outcome: Literal["written", "deduplicated", "promoted"]
+    outcome: Literal["written", "deduplicated", "promoted", "erased"]
+    """erased: the system re-read a fact the user had erased, and did not write it again."""
     superseded: tuple[str, ...] = ()
     stale_memories: tuple[str, ...] = ()
 
@@ -171,6 +172,11 @@ class FactService:
             return FactWrite(fact_id=old.memory_id, status=old_state.status, outcome="deduplicated")
 
         fact_id = fact_id_for(partition, fact.subject, fact.relation, digest)
+        if actor == "system" and self._ledger.suppressed(fact_id, provenance):
+            # The user erased this fact, but the turns it came from remain, and a later pass over their session
+            # (a late turn, a retried trace) reads them again. The user saying it again (a new turn, or a
+            # runtime's write) brings it back; the system re-reading what it was told to forget does not.
+            return FactWrite(fact_id=fact_id, status=status, outcome="erased")
         memory = Memory(
             memory_id=fact_id, turn_id="", session_id=session_id, character_id=partition.character_id,
             user_id=partition.user_id, text=sentence, created_at=at, kind="fact", scope=scope,

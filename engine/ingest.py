@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 
 from engine.errors import Conflict, Gone, InvalidInput
 from engine.models import IngestReport, Memory, Trace, TraceStatus, Turn
@@ -19,17 +18,13 @@ def memory_id_for(turn_id: str) -> str:
     return "m_" + hashlib.blake2b(turn_id.encode(), digest_size=10).hexdigest()
 
 
-TIMESTAMP_TOLERANCE = timedelta(seconds=1)
-"""A re-sent turn whose time differs by less than this is the same turn: a store may keep coarser times."""
-
-
 def _differs(sent: Turn, stored: Turn) -> str | None:
-    """What makes ``sent`` another turn than the ``stored`` one with its id, or None when it is the same."""
+    """What makes ``sent`` another turn than the ``stored`` one with its id (its owner, its session, or what was
+    said), or None when it is the same. The time is left out on purpose: a client that stamps a retry anew is
+    still sending the same turn, and the first time stored stays."""
     for name in ("character_id", "user_id", "session_id", "role", "text"):
         if getattr(sent, name) != getattr(stored, name):
             return name
-    if abs(sent.timestamp - stored.timestamp) >= TIMESTAMP_TOLERANCE:
-        return "timestamp"
     return None
 
 
@@ -49,6 +44,9 @@ class Ingestor:
             return IngestReport(stored=0, duplicates=0, memories=0, awaiting_embedding=0)
         turns = self._distinct(sent)
         gone = self._erased_turns([t.turn_id for t in turns])
+        # A user turn whose memory was erased before tombstones existed is known by the audit skeleton instead.
+        by_memory = {memory_id_for(t.turn_id): t.turn_id for t in turns if t.role == "user" and t.turn_id not in gone}
+        gone |= {by_memory[m] for m in self._erased(list(by_memory))}
         if gone:
             ids = tuple(t.turn_id for t in turns if t.turn_id in gone)
             raise Gone(f"turn {', '.join(repr(i) for i in ids)} was erased at the user's request and is never "

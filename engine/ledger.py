@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.errors import InvalidInput, NotFound
+from engine.errors import BackendUnavailable, InvalidInput, NotFound
 from engine.models import MemoryState
 
 SCHEMA = """
@@ -67,6 +67,11 @@ CREATE TABLE IF NOT EXISTS recalls (
 CREATE INDEX IF NOT EXISTS recalls_partition ON recalls (partition, at);
 CREATE TABLE IF NOT EXISTS partitions (character_id TEXT NOT NULL, user_id TEXT NOT NULL,
                                        PRIMARY KEY (character_id, user_id));
+CREATE TABLE IF NOT EXISTS erased_facts (
+    fact_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    PRIMARY KEY (fact_id, memory_id)
+);
 CREATE TABLE IF NOT EXISTS erased_turns (
     turn_digest TEXT PRIMARY KEY,
     partition TEXT NOT NULL,
@@ -229,11 +234,30 @@ class Ledger:
                     part))
         return found
 
+    def suppress(self, fact_id: str, sources: Sequence[str]) -> None:
+        """A fact erased on its own: the write-time pass must not distil it again from the same memories."""
+        with self._lock:
+            self._db.executemany("INSERT OR IGNORE INTO erased_facts (fact_id, memory_id) VALUES (?, ?)",
+                                 [(fact_id, m) for m in sources])
+
+    def suppressed(self, fact_id: str, sources: Sequence[str]) -> bool:
+        """Whether ``fact_id`` was erased while distilled from one of ``sources``."""
+        if not sources:
+            return False
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT 1 FROM erased_facts WHERE fact_id = ? AND memory_id IN ({','.join('?' * len(sources))}) "
+                "LIMIT 1", [fact_id, *sources]).fetchone()
+        return row is not None
+
     def purge(self) -> None:
         """Truncate the write-ahead log after an erasure: it keeps page images (recall bodies among them) until a
         checkpoint. A ledger in memory has none."""
         with self._lock:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:  # another connection reads the ledger: the log could not be emptied, so no receipt yet
+            raise BackendUnavailable("the ledger's write-ahead log could not be truncated: another connection "
+                                     "reads it", backend="ledger")
 
     # -- review queue ------------------------------------------------------------------------------------
 

@@ -190,27 +190,32 @@ class Lifecycle:
         for memory in memories:  # the skeleton first: that it existed, and its last status and strength
             self._audit(memory, states.get(memory.memory_id) or MemoryState(memory_id=memory.memory_id),
                         "erased", actor)
+        now = self._clock()
+        # Tombstones first: a crash part-way through must not leave erased turn ids that a retry could store again.
+        said: dict[Partition, list[str]] = {} if partition is None else {partition: []}
+        for memory in memories:
+            turn_ids = said.setdefault(memory.partition, [])
+            if memory.kind == "turn" and memory.turn_id:
+                turn_ids.append(memory.turn_id)
+        for owner, turn_ids in said.items():
+            self._ledger.tombstone_turns(partition_key(owner.character_id, owner.user_id), turn_ids, at=now)
         self._store.delete_memories(ids)
         review = recalls = 0
-        now = self._clock()
+        erased_turns: list[str] = []
         if partition is not None:
             key = partition_key(partition.character_id, partition.user_id)
             erased_turns = self._store.delete_turns(partition)
+            # The character's turns too: a retry of the whole batch must not store the conversation again.
+            self._ledger.tombstone_turns(key, erased_turns, at=now)
             review = self._ledger.forget_partition(key)
             recalls = self._ledger.forget_recalls(key)
-            tombstones = {key: [*erased_turns, *(m.turn_id for m in memories if m.turn_id)]}
         else:
-            erased_turns = []
-            tombstones = {}
-            for owner in {m.partition for m in memories}:
-                key = partition_key(owner.character_id, owner.user_id)
-                recalls += self._ledger.forget_recalls(key, ids)
-                said = [m.turn_id for m in memories if m.partition == owner and m.kind == "turn" and m.turn_id]
-                erased_turns += self._store.delete_turns(owner, said)  # the raw turn said it too
-                tombstones[key] = said
-        # A client's retry of an acknowledged batch must not store the erased turns again (ingest refuses them).
-        for key, turn_ids in tombstones.items():
-            self._ledger.tombstone_turns(key, turn_ids, at=now)
+            for fact in memories:  # a fact erased while its turns stay must not be distilled from them again
+                if fact.fact is not None and fact.fact.provenance:
+                    self._ledger.suppress(fact.memory_id, fact.fact.provenance)
+            for owner, turn_ids in said.items():
+                recalls += self._ledger.forget_recalls(partition_key(owner.character_id, owner.user_id), ids)
+                erased_turns += self._store.delete_turns(owner, turn_ids)  # the raw turn said it too
         self._ledger.redact_names(ids, strict=strict)
         # Deleted rows linger in the write-ahead logs until a checkpoint: the receipt waits for it.
         self._store.purge()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -10,7 +11,7 @@ from datetime import UTC, datetime
 
 from engine.errors import NotFound
 from engine.facts import Actor, FactService, FactWrite
-from engine.gate import VisibilityGate
+from engine.gate import VisibilityGates
 from engine.ingest import Ingestor
 from engine.ledger import Ledger, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
@@ -27,6 +28,7 @@ from engine.models import (
     Source,
     StrengthSignals,
     Trace,
+    TraceStatus,
     Turn,
 )
 from engine.ports import Classifier, Embedder, MemoryStore
@@ -69,7 +71,7 @@ class Engine:
         self._ingestor = Ingestor(store=store, embedder=embedder, erased=self.ledger.erased,
                                   erased_turns=self.ledger.erased_turns)
         # What recall may see changes all at once: a session's traces and facts, an erasure (engine.gate).
-        self._visibility = VisibilityGate()
+        self._visibility = VisibilityGates()
         self._writer = TraceWriter(
             store=store, classifier=classifier, embedder=embedder, profiles=self.profiles, clock=clock,
             facts=self.facts, publish=self._visibility.exclusive,
@@ -98,6 +100,13 @@ class Engine:
         session without turns."""
         with self._write_lock:
             self._writer.accept_close(session_id, closed_at=closed_at or self.clock())
+
+    def pending_traces(self, session_id: str) -> int:
+        """How many of a session's memories have no complete trace yet (the write-time pass has not run on them)."""
+        memories = self.store.session_memories(session_id)
+        traces = self.store.get_traces([m.memory_id for m in memories])
+        return sum(1 for m in memories
+                   if (trace := traces.get(m.memory_id)) is None or trace.status is not TraceStatus.COMPLETE)
 
     def retry_pending(self) -> int:
         """Retry the write-time pass for closed sessions with pending traces; returns traces completed."""
@@ -141,7 +150,8 @@ class Engine:
         return self.erase_memory(memory_id, [partition], strict=strict, actor=actor)
 
     def recall(self, query: RecallQuery) -> RecallResult:
-        with self._visibility.shared():  # an erasure waits for this turn's log entry, then deletes it
+        # An erasure of this user waits for this turn's log entry, then deletes it.
+        with self._visibility.shared(Partition(character_id=query.character_id, user_id=query.user_id)):
             result = self._recaller.recall(query)
             at = query.at or self.clock()
             self.lifecycle.note_retrieved([m.memory_id for m in result.memories], query.message, at)
@@ -214,13 +224,15 @@ class Engine:
 
     def erase_memory(self, memory_id: str, partitions: list[Partition], *, strict: bool = False,
                      actor: str) -> ErasureReceipt:
-        with self._write_lock, self._visibility.exclusive():
+        with self._write_lock, contextlib.ExitStack() as gated:
+            for partition in dict.fromkeys(partitions):
+                gated.enter_context(self._visibility.exclusive(partition))
             return self.lifecycle.erase_memory(memory_id, partitions, strict=strict, actor=actor)
 
     def erase_user(self, character_id: str, user_id: str, *, strict: bool = False, actor: str) -> ErasureReceipt:
-        with self._write_lock, self._visibility.exclusive():
-            receipt = self.lifecycle.erase_partition(partition_for("user", character_id, user_id), strict=strict,
-                                                     actor=actor)
+        partition = partition_for("user", character_id, user_id)
+        with self._write_lock, self._visibility.exclusive(partition):
+            receipt = self.lifecycle.erase_partition(partition, strict=strict, actor=actor)
             self.ledger.untouch(character_id, user_id)
             return receipt
 

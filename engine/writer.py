@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from engine.errors import NotFound
 from engine.facts import FactService
-from engine.models import CloseReport, Memory, Trace, TraceStatus
+from engine.models import CloseReport, Memory, Partition, Trace, TraceStatus
 from engine.ports import Classifier, Embedder, MemoryStore
 from engine.tuning import ProfileSource
 from traces.facts import extract
@@ -35,7 +35,7 @@ class TraceWriter:
         profiles: ProfileSource,
         clock: Callable[[], datetime],
         facts: FactService,
-        publish: Callable[[], AbstractContextManager[None]] = nullcontext,
+        publish: Callable[[Partition], AbstractContextManager[None]] = lambda partition: nullcontext(),
     ) -> None:
         self._facts = facts
         self._publish = publish  # held while a session's traces and facts are written: recall sees all or none
@@ -113,7 +113,7 @@ class TraceWriter:
             ]
             self._store.put_traces(pending)
             return CloseReport(session_id=session_id, traces_written=0, traces_pending=len(pending))
-        with self._publish():
+        with self._publish(memories[0].partition):
             self._store.put_traces(traces)
             self._write_facts(memories, traces)
         return CloseReport(session_id=session_id, traces_written=len(traces), traces_pending=0)

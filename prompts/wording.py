@@ -145,17 +145,33 @@ GENERIC_FACT_TEMPLATE = "{whose} {relation}: {value}."
 OTHER_FACT_TEMPLATE = "About {thing}: {relation} {value}."
 """Any other subject, or one that does not fit its relation ("About "office": located in "Lisbon".")."""
 
-_ROLE = re.compile(r"[a-z][a-z'-]*(?: [a-z][a-z'-]*){0,3}")
+# The words a role may be made of to go in a sentence bare ("little brother", "best friend", "dog"): a closed
+# vocabulary, so that a caller's subject ("user's never mention death") is quoted rather than read as wording.
+ROLE_WORDS = frozenset("""
+    dog dogs puppy cat cats kitten pet horse bird rabbit hamster
+    mom mum mother dad father parent parents sister brother sibling wife husband partner boyfriend girlfriend
+    fiance fiancee son daughter kid kids child children baby grandma grandmother grandpa grandfather grandparents
+    aunt uncle cousin niece nephew friend friends boss manager coworker colleague roommate flatmate neighbor
+    neighbour therapist doctor teacher family team
+    little big older younger elder twin best old new step half ex late
+""".split())
 
 
 def instruction_like(words: Sequence[str]) -> bool:
     return any(w.lower() in INSTRUCTION_WORDS for w in words)
 
 
-def _bare(words: str) -> str:
-    """Words the server may put in a sentence as they are: a role ("little brother") or a relation ("home
-    town"); anything longer or instruction-like is quoted."""
-    return words if _ROLE.fullmatch(words) and not instruction_like(words.split()) else quoted(words)
+def _role(words: str) -> str:
+    """A role in the server's own words when every word is one of ``ROLE_WORDS``; anything else is quoted."""
+    parts = words.split()
+    return words if 0 < len(parts) <= 4 and all(w in ROLE_WORDS for w in parts) else quoted(words)
+
+
+def _relation(relation: str) -> str:
+    """A relation's words: bare for the relations the server words itself (``FACT_TEMPLATES``), quoted for any
+    other, since a caller chose them ("always_be_cheerful_about")."""
+    words = relation.replace("_", " ")
+    return words if relation in FACT_TEMPLATES else quoted(words)
 
 
 def _who(subject: str) -> str | None:
@@ -163,7 +179,7 @@ def _who(subject: str) -> str | None:
     if subject == "user":
         return "The user"
     if subject.startswith("user's "):
-        return "The user's " + _bare(subject[len("user's "):])
+        return "The user's " + _role(subject[len("user's "):])
     return None
 
 
@@ -182,7 +198,7 @@ def fact_sentence(subject: str, relation: str, value: str) -> str:
     thing = re.sub(r"^user's\b", "their", subject)
     return template.format(
         who=who, whose=f"{who}'s", thing=quoted(thing), value=quoted(value),
-        a="an" if value[:1].lower() in "aeiou" else "a", relation=_bare(relation.replace("_", " ")),
+        a="an" if value[:1].lower() in "aeiou" else "a", relation=_relation(relation),
     )
 
 

@@ -262,7 +262,7 @@ def test_the_http_close_answers_202_with_the_derived_job_id(
             closed = client.post("/v1/sessions/s1/close", json={"closed_at": CLOSED_AT.isoformat()})
             assert closed.status_code == 202, closed.text
             assert closed.json() == {"session_id": "s1", "job_id": "write-session:acme:s1", "queued": True,
-                                     "status": "queued", "report": None}
+                                     "status": "queued", "report": None, "traces_pending": None}
         assert client.post("/v1/sessions/nope/close").status_code == 404
         assert client.get("/v1/jobs/write-session:acme:s1").json()["status"] == "queued"
 
@@ -297,3 +297,31 @@ def test_readiness_is_503_with_retry_after_when_redis_is_gone(providers: Provide
     finally:
         server.stop()
         keys.close()
+
+
+def test_a_waited_close_after_a_recent_pass_never_reports_new_turns_as_written(
+    redis_url: str, providers: Providers, tmp_path: Path
+) -> None:
+    # arq keeps a finished job's id for WRITE_RESULT_KEPT_S and refuses a job with it: a second close soon after
+    # the first queues nothing, and the finished job's old report must not pass for the new turns'.
+    keys = KeyStore(tmp_path / "keys.sqlite3")
+    headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
+
+    def batch(first: int, texts: list[tuple[str, str]]) -> dict[str, Any]:
+        return {"turns": [{"turn_id": f"t{first + i}", "session_id": "s1", "character_id": "ava", "user_id": "u1",
+                           "role": role, "text": text,
+                           "timestamp": (T0 + timedelta(seconds=30 * (first + i))).isoformat()}
+                          for i, (role, text) in enumerate(texts)]}
+
+    with TestClient(create_app(providers.engine, keys=keys, jobs=ArqJobs(redis_url))) as client:
+        client.headers.update(headers)
+        assert client.post("/v1/turns", json=batch(0, LUNA)).status_code == 200
+        assert client.post("/v1/sessions/s1/close").status_code == 202
+    assert asyncio.run(burst(redis_url, providers.engine)).jobs_complete == 1
+    with TestClient(create_app(providers.engine, keys=keys, jobs=ArqJobs(redis_url))) as client:
+        client.headers.update(headers)
+        assert client.post("/v1/turns", json=batch(10, [("user", "One more thing about Luna.")])).status_code == 200
+        waited = client.post("/v1/sessions/s1/close", params={"wait": "true", "timeout_s": "1"})
+        assert waited.status_code == 202, waited.text
+        assert waited.json()["traces_pending"] == 1
+    keys.close()

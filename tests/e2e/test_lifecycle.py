@@ -130,15 +130,15 @@ def test_private_facts_never_collide_with_shared_ones_or_another_users(engine: E
     # Same slot, different scopes and users: nothing superseded, nothing deduplicated across them.
     assert active_facts(engine, "shared", None) == ["The office is in Porto."]
     # The user's is rendered by the server from its triple; the admin's reads as written.
-    assert active_facts(engine) == ['About "office": located in "Lisbon".']
-    assert active_facts(engine, "user", "other") == ['About "office": located in "Lisbon".']
+    assert active_facts(engine) == ['About "office": "located in" "Lisbon".']
+    assert active_facts(engine, "user", "other") == ['About "office": "located in" "Lisbon".']
     assert len({f.memory_id for f, _ in engine.list_facts("user", "ava", "tester")}
                | {f.memory_id for f, _ in engine.list_facts("user", "ava", "other")}) == 2
     # Each result says which level it came from.
     found = engine.recall(RecallQuery(character_id="ava", user_id="tester", message="where is the office",
                                       at=T0 + timedelta(days=3)))
     levels = {m.text: m.scope for m in found.memories}
-    assert levels == {'About "office": located in "Lisbon".': "user", "The office is in Porto.": "shared"}
+    assert levels == {'About "office": "located in" "Lisbon".': "user", "The office is in Porto.": "shared"}
     # A runtime cannot write canon (canon is protected from user claims), and nobody writes a user's for them.
     with pytest.raises(Forbidden):
         engine.write_fact(shared, scope="canon", character_id="ava", user_id=None, actor="runtime",

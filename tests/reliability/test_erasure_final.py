@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -200,6 +201,77 @@ def test_one_memorys_erasure_takes_its_raw_turn_counts_it_and_leaves_no_copy_in_
     assert kept <= {"Marco"}, kept
 
 
+def test_an_erased_fact_is_not_distilled_again_when_its_session_is_written_again(service: Service) -> None:
+    assert service.ingest([_turn("a1", "I am allergic to peanuts."),
+                           _turn("a2", "I moved to Lisbon last month.", minute=1)]).status_code == 200
+    _close(service)
+    names = {"character_id": "ava", "user_id": "tester"}
+    facts = service.client.get("/v1/facts", params={**names, "scope": "user"}, headers=service.headers).json()
+    [peanut] = [f["fact"]["memory_id"] for f in facts if "peanut" in f["fact"]["text"]]
+    assert service.client.delete(f"/v1/memories/{peanut}", params=names, headers=service.headers).status_code == 200
+
+    # A late turn reopens the session's write-time pass, which reads every memory of it again.
+    assert service.ingest([_turn("a3", "Anyway, work was fine.", minute=30)]).status_code == 200
+    service.engine.retry_pending()
+    _close(service)
+    facts = service.client.get("/v1/facts", params={**names, "scope": "user"}, headers=service.headers).json()
+    assert [f for f in facts if "peanut" in f["fact"]["text"]] == []
+    assert "peanut" not in service.recall("what should I cook?").json()["context"]["prefix"]
+    # Said again, in a new turn, it is the user's word again.
+    assert service.ingest([_turn("b1", "I am allergic to peanuts.", session="s2", minute=60)]).status_code == 200
+    _close(service, "s2")
+    assert "peanut" in service.recall("what should I cook?").json()["context"]["prefix"]
+
+
+def test_an_erasure_from_before_tombstones_still_refuses_its_turns(service: Service) -> None:
+    assert service.ingest(BATCH).status_code == 200
+    memory_id = service.engine.store.session_memories("acme:s1")[0].memory_id
+    service.client.delete(f"/v1/memories/{memory_id}", params={"character_id": "ava", "user_id": "tester"},
+                          headers=service.headers)
+    # As a data directory erased at 180337c has it: the audit skeleton, no tombstone.
+    with contextlib.closing(sqlite3.connect(service.root / "data" / "ledger.sqlite3")) as raw:
+        raw.execute("DELETE FROM erased_turns")
+        raw.commit()
+    retried = service.ingest([BATCH[0]])
+    assert retried.status_code == 410 and retried.json()["ids"] == ["t1"]
+
+
+class StallingLedger(Ledger):
+    """Holds an erasure inside its recall-log step until told to go on, as a large erasure would take time."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.erasing = threading.Event()
+        self.finish = threading.Event()
+
+    def forget_recalls(self, partition: str, memory_ids: list[str] | None = None) -> int:
+        self.erasing.set()
+        self.finish.wait(timeout=10)
+        return super().forget_recalls(partition, memory_ids)
+
+
+def test_one_users_erasure_never_stalls_another_users_recall(tmp_path: Path) -> None:
+    with _service(tmp_path, ledger=StallingLedger) as service:
+        ledger = service.engine.ledger
+        assert isinstance(ledger, StallingLedger)
+        assert service.ingest([*BATCH, _turn("n1", "I love the river walk.", user="neighbour", session="n")]
+                              ).status_code == 200
+        erasing = threading.Thread(target=service.engine.erase_user, args=("acme:ava", "tester"),
+                                   kwargs={"actor": "runtime:test"})
+        erasing.start()
+        assert ledger.erasing.wait(timeout=10)
+        answered: list[int] = []
+        recalling = threading.Thread(target=lambda: answered.append(service.recall("the river", user="neighbour")
+                                                                     .status_code))
+        recalling.start()
+        recalling.join(timeout=5)  # while the tester's erasure still holds its gate
+        stalled = recalling.is_alive()
+        ledger.finish.set()
+        erasing.join(timeout=10)
+        recalling.join(timeout=10)
+        assert not stalled and answered == [200]
+
+
 def test_strict_erasure_drops_even_the_proper_names(service: Service) -> None:
     assert service.ingest(BATCH).status_code == 200
     _close(service)
@@ -213,7 +285,7 @@ def test_strict_erasure_drops_even_the_proper_names(service: Service) -> None:
 def test_a_known_turn_id_with_other_content_or_owner_is_a_409_naming_it(service: Service) -> None:
     assert service.ingest(BATCH).status_code == 200
     for changed in ({"text": "Something else entirely."}, {"user_id": "someone-else", "session_id": "s7"},
-                    {"timestamp": "2025-03-03T09:00:00Z"}):
+                    {"role": "character"}, {"session_id": "s2"}):
         answer = service.ingest([{**BATCH[0], **changed}])
         assert answer.status_code == 409, (changed, answer.text)
         problem = answer.json()
@@ -222,6 +294,10 @@ def test_a_known_turn_id_with_other_content_or_owner_is_a_409_naming_it(service:
     # The first version is what is stored, unchanged.
     assert service.engine.store.get_turns("acme:s1")[0].text == BATCH[0]["text"]
     assert service.engine.store.get_turns("acme:s7") == []
+    # Stamped anew on a retry, it is still the same turn: a duplicate, and the first time stays.
+    restamped = service.ingest([{**BATCH[0], "timestamp": "2025-03-03T09:00:00Z"}])
+    assert restamped.json() == {"stored": 0, "duplicates": 1, "memories": 0, "awaiting_embedding": 0}
+    assert service.engine.store.get_turns("acme:s1")[0].timestamp == T0
 
 
 def test_a_batch_holding_one_id_twice_counts_it_once_or_is_a_conflict(service: Service) -> None:
@@ -241,8 +317,10 @@ def test_a_batch_holding_one_id_twice_counts_it_once_or_is_a_conflict(service: S
 class PausingStore(EmbeddedStore):
     """Pauses after writing a session's first fact, as a slow disk or a busy server would between two writes."""
 
-    first_fact_written = threading.Event()
-    resume = threading.Event()
+    def __init__(self, data_dir: Path, *, embedding_model: str, dimension: int) -> None:
+        super().__init__(data_dir, embedding_model=embedding_model, dimension=dimension)
+        self.first_fact_written = threading.Event()
+        self.resume = threading.Event()
 
     def write_fact(self, fact: Memory, vector: NDArray[Any] | None, state: MemoryState,
                    replaced: Sequence[MemoryState]) -> None:
@@ -261,14 +339,14 @@ def test_a_recall_during_a_close_sees_all_of_the_sessions_facts_or_none(tmp_path
             _turn("a2", "I am allergic to peanuts.", session="s2", minute=1))])
         closing = threading.Thread(target=engine.close_session, args=("s2",))
         closing.start()
-        assert PausingStore.first_fact_written.wait(timeout=10)
+        assert store.first_fact_written.wait(timeout=10)
         seen: list[str] = []
         recalling = threading.Thread(target=lambda: seen.append(engine.recall(RecallQuery(
             character_id="ava", user_id="tester", message="what should I bring to the bakery?",
             at=T0 + timedelta(days=1))).context.prefix))
         recalling.start()
         recalling.join(timeout=0.5)  # a recall that is gated waits for the close; one that is not answers now
-        PausingStore.resume.set()
+        store.resume.set()
         closing.join(timeout=10)
         recalling.join(timeout=10)
         [prefix] = seen

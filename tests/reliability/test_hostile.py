@@ -33,6 +33,7 @@ from api.app import MAX_BODY_BYTES, MAX_TURNS_PER_BATCH, create_app
 from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.jobs import InProcessJobs, JobQueue
 from engine.ledger import Ledger
 from engine.models import RecallQuery, Turn
 from engine.service import Engine
@@ -55,7 +56,7 @@ class Service:
 
 
 @contextlib.contextmanager
-def _service(tmp: Path) -> Iterator[Service]:
+def _service(tmp: Path, *, queued: bool = False) -> Iterator[Service]:
     embedder = HashingEmbedder()
     tuning = TuningStore(tmp / "tuning.sqlite3")
     store = EmbeddedStore(tmp / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
@@ -63,7 +64,8 @@ def _service(tmp: Path) -> Iterator[Service]:
                     ledger=Ledger(tmp / "ledger.sqlite3"))
     keys = KeyStore(tmp / "keys.sqlite3")
     try:
-        yield Service(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=()), keys)
+        jobs = InProcessJobs(engine) if queued else None
+        yield Service(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=(), jobs=jobs), keys)
     finally:
         engine.close()
         tuning.close()
@@ -80,17 +82,20 @@ FUZZ = settings(max_examples=25, derandomize=True, deadline=None, database=None,
 FUZZ_ORG = "o" * 63  # the longest organisation: every id the engine stores is at its longest
 
 
-def _served_schema() -> dict[str, Any]:
+def _served_schema(*, queued: bool = False) -> dict[str, Any]:
     """The OpenAPI document as the app serves it. It depends on the routes alone, so the app serving it here has
     no engine behind it (and runs no lifespan); the generated requests go to the fixture's real app.
-    (``schemathesis.pytest.from_fixture`` would load it lazily, but it breaks on pytest 9.2's node ids.)"""
-    app = create_app(cast(Engine, None), keys=cast(KeyStore, None))
+    (``schemathesis.pytest.from_fixture`` would load it lazily, but it breaks on pytest 9.2's node ids.) With
+    ``queued``, the routes of an app with a job queue, as ``feltsense serve`` runs it (the close answers 202 or,
+    with wait=true, 200)."""
+    app = create_app(cast(Engine, None), keys=cast(KeyStore, None), jobs=cast(JobQueue, object()) if queued else None)
     response = TestClient(app).get("/docs/openapi.json")
     assert response.status_code == 200, response.text
     return dict(response.json())
 
 
 schema = schemathesis.openapi.from_dict(_served_schema())
+queued_schema = schemathesis.openapi.from_dict(_served_schema(queued=True))
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +109,30 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
 @FUZZ
 def test_generated_requests_as_a_runtime_get_documented_answers_and_never_a_5xx(case: Any, fuzzed: Service) -> None:
     case.call_and_validate(app=fuzzed.app, headers=fuzzed.headers("runtime", FUZZ_ORG), checks=CHECKS)
+
+
+@pytest.fixture(scope="module")
+def fuzzed_queued(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    with _service(tmp_path_factory.mktemp("fuzzed-queued"), queued=True) as service:
+        yield service
+        shutdown_lifespans()
+
+
+@queued_schema.include(path_regex=r"/close$|/v1/jobs/").parametrize()
+@FUZZ
+def test_generated_close_and_job_requests_with_a_job_queue(case: Any, fuzzed_queued: Service) -> None:
+    case.call_and_validate(app=fuzzed_queued.app, headers=fuzzed_queued.headers("runtime", FUZZ_ORG), checks=CHECKS)
+
+
+def test_a_waited_close_answers_a_documented_200(tmp_path: Path) -> None:
+    with _service(tmp_path, queued=True) as service, TestClient(service.app) as client:
+        headers = service.headers("runtime")
+        assert client.post("/v1/turns", json={"turns": [turn(i, text) for i, text in enumerate(LUNA)]},
+                           headers=headers).status_code == 200
+        closed = client.post("/v1/sessions/s1/close?wait=true", headers=headers)
+        assert closed.status_code == 200 and closed.json()["traces_pending"] == 0
+        documented = _served_schema(queued=True)["paths"]["/v1/sessions/{session_id}/close"]["post"]["responses"]
+        assert {"200", "202"} <= set(documented)
 
 
 @schema.include(path_regex=r"/tuning|/canon/").parametrize()

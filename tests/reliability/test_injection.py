@@ -124,7 +124,7 @@ def instruction_words_in(text: str) -> set[str]:
         # is dropped; the line is the server's.
         ({"relation": "lives_in", "value": "Leeds", "sentence": OVERRIDE}, '- The user lives in "Leeds".'),
         # The same instruction as the value of a relation without a template: it stays, as the user's words.
-        ({"relation": "note", "value": OVERRIDE, "sentence": OVERRIDE}, f'- The user\'s note: "{OVERRIDE}".'),
+        ({"relation": "note", "value": OVERRIDE, "sentence": OVERRIDE}, f'- The user\'s "note": "{OVERRIDE}".'),
     ],
     ids=["in-the-sentence", "in-the-value"],
 )
