@@ -7,10 +7,12 @@ STAMP := $(VENV)/.installed
 .PHONY: serve test lint install clean
 
 $(STAMP): pyproject.toml
+	@echo "feltsense: creating $(VENV) and installing (a few minutes the first time; pip shows each package)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
 	@touch $(STAMP)
+	@echo "feltsense: installed"
 
 install: $(STAMP)
 

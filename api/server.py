@@ -47,6 +47,8 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The tokenizer's loader announces its special tokens at INFO: nothing a user can act on.
+    logging.getLogger("mistral_common").setLevel(logging.WARNING)
     check_shared_store(settings)
     tuning = TuningStore(settings.data_dir / "tuning.sqlite3")
     keys = key_store(settings)

@@ -50,11 +50,21 @@ class Runtime:
 Handler = Callable[[argparse.Namespace, Runtime], int]
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("feltsense")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="feltsense",
         description="Conversation memory for companion characters: it remembers how conversations felt.",
     )
+    parser.add_argument("--version", action="version", version=f"feltsense {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(commands)
     _add_worker(commands)
