@@ -27,15 +27,13 @@ import pytest
 from litestar.testing import TestClient
 from numpy.typing import NDArray
 
-from api.app import create_app
-from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.jobs import InProcessJobs
 from engine.ledger import Ledger
 from engine.models import Memory, MemoryState, RecallQuery, Turn
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
+from tests.inprocess import in_process
 
 pytestmark = pytest.mark.hostile
 
@@ -90,17 +88,9 @@ class Service:
 
 @contextlib.contextmanager
 def _service(root: Path, *, ledger: type[Ledger] = Ledger, jobs: bool = False) -> Iterator[Service]:
-    store = EmbeddedStore(root / "data", embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
-    engine = Engine(store=store, embedder=EMBEDDER, classifier=KeywordClassifier(),
-                    ledger=ledger(root / "data" / "ledger.sqlite3"))
-    keys = KeyStore(root / "data" / "keys.sqlite3")
-    queue = InProcessJobs(engine) if jobs else None
-    try:
-        with TestClient(create_app(engine, keys=keys, transcript_dirs=(), jobs=queue)) as client:
-            yield Service(root, engine, client, {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"})
-    finally:
-        engine.close()
-        keys.close()
+    with in_process(root, ledger_class=ledger, queued=jobs) as running, TestClient(running.app) as client:
+        yield Service(root, running.engine, client,
+                      {"Authorization": f"Bearer {running.keys.create('acme', 'runtime')}"})
 
 
 @pytest.fixture
@@ -229,7 +219,7 @@ def test_an_erasure_from_before_tombstones_still_refuses_its_turns(service: Serv
     service.client.delete(f"/v1/memories/{memory_id}", params={"character_id": "ava", "user_id": "tester"},
                           headers=service.headers)
     # As a data directory erased at 180337c has it: the audit skeleton, no tombstone.
-    with contextlib.closing(sqlite3.connect(service.root / "data" / "ledger.sqlite3")) as raw:
+    with contextlib.closing(sqlite3.connect(service.root / "ledger.sqlite3")) as raw:
         raw.execute("DELETE FROM erased_turns")
         raw.commit()
     retried = service.ingest([BATCH[0]])

@@ -33,12 +33,11 @@ from api.app import MAX_BODY_BYTES, MAX_TURNS_PER_BATCH, create_app
 from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.jobs import InProcessJobs, JobQueue
-from engine.ledger import Ledger
+from engine.jobs import JobQueue
 from engine.models import RecallQuery, Turn
 from engine.service import Engine
-from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier
+from tests.inprocess import in_process
 
 pytestmark = pytest.mark.hostile
 
@@ -57,19 +56,8 @@ class Service:
 
 @contextlib.contextmanager
 def _service(tmp: Path, *, queued: bool = False) -> Iterator[Service]:
-    embedder = HashingEmbedder()
-    tuning = TuningStore(tmp / "tuning.sqlite3")
-    store = EmbeddedStore(tmp / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
-                    ledger=Ledger(tmp / "ledger.sqlite3"))
-    keys = KeyStore(tmp / "keys.sqlite3")
-    try:
-        jobs = InProcessJobs(engine) if queued else None
-        yield Service(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=(), jobs=jobs), keys)
-    finally:
-        engine.close()
-        tuning.close()
-        keys.close()
+    with in_process(tmp, queued=queued) as running:
+        yield Service(running.app, running.keys)
 
 
 # -- generated requests, checked against the served schema ------------------------------------------------------

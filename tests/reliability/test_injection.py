@@ -20,14 +20,8 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from api.app import create_app
 from api.auth import KeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ledger import Ledger
-from engine.service import Engine
-from engine.tuning_store import TuningStore
-from tests.fakes import KeywordClassifier
+from tests.inprocess import in_process
 
 pytestmark = pytest.mark.hostile
 
@@ -57,18 +51,8 @@ class Service:
 
 @contextlib.contextmanager
 def _service(tmp: Path) -> Iterator[Service]:
-    embedder = HashingEmbedder()
-    tuning = TuningStore(tmp / "tuning.sqlite3")
-    store = EmbeddedStore(tmp / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
-                    ledger=Ledger(tmp / "ledger.sqlite3"))
-    keys = KeyStore(tmp / "keys.sqlite3")
-    try:
-        yield Service(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=()), keys)
-    finally:
-        engine.close()
-        tuning.close()
-        keys.close()
+    with in_process(tmp) as running:
+        yield Service(running.app, running.keys)
 
 
 @dataclass

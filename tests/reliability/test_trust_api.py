@@ -30,15 +30,10 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from api.app import create_app
 from api.auth import KeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ledger import Ledger
 from engine.models import RecallQuery, RecallResult
 from engine.service import Engine
-from engine.tuning_store import TuningStore
-from tests.fakes import KeywordClassifier
+from tests.inprocess import in_process
 from tests.servers.process import free_ports
 
 pytestmark = pytest.mark.hostile
@@ -194,19 +189,8 @@ class Service:
 
 @contextlib.contextmanager
 def _service(tmp: Path, engine_class: type[Engine] = Engine) -> Iterator[Service]:
-    embedder = HashingEmbedder()
-    tuning = TuningStore(tmp / "tuning.sqlite3")
-    store = EmbeddedStore(tmp / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = engine_class(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
-                          ledger=Ledger(tmp / "ledger.sqlite3"))
-    keys = KeyStore(tmp / "keys.sqlite3")
-    try:
-        with TestClient(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=())) as client:
-            yield Service(client, keys)
-    finally:
-        engine.close()
-        tuning.close()
-        keys.close()
+    with in_process(tmp, engine_class=engine_class) as running, TestClient(running.app) as client:
+        yield Service(client, running.keys)
 
 
 @pytest.fixture

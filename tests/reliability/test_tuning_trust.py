@@ -36,15 +36,13 @@ from litestar.testing import TestClient
 from numpy.typing import NDArray
 from pydantic import BaseModel, ValidationError
 
-from api.app import create_app
 from api.auth import KeyStore
-from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.ports import Classifier, Embedder
-from engine.service import Engine
 from engine.tuning import TuningProfile
 from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier
+from tests.inprocess import in_process
 from tests.servers.feltsense import FeltsenseService
 
 if TYPE_CHECKING:
@@ -184,16 +182,8 @@ class Api:
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
-    embedder = HashingEmbedder()
-    tuning = TuningStore(tmp_path / "tuning.sqlite3")
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
-    keys = KeyStore(tmp_path / "keys.sqlite3")
-    with TestClient(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=())) as client:
-        yield Api(client, keys, tmp_path / "tuning.sqlite3")
-    engine.close()
-    tuning.close()
-    keys.close()
+    with in_process(tmp_path) as running, TestClient(running.app) as client:
+        yield Api(client, running.keys, tmp_path / "tuning.sqlite3")
 
 
 @pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", 1e308])
@@ -258,19 +248,11 @@ class _SlowEmbedder(HashingEmbedder):
 @contextlib.contextmanager
 def app_over(tmp_path: Path, replays: ReplayRunnerType) -> Iterator[Api]:
     """The app over a test engine, its replays on ``replays``."""
-    embedder = HashingEmbedder()
-    tuning = TuningStore(tmp_path / "tuning.sqlite3")
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
-    keys = KeyStore(tmp_path / "keys.sqlite3")
     try:
-        with TestClient(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=(), replays=replays)) as client:
-            yield Api(client, keys, tmp_path / "tuning.sqlite3")
+        with in_process(tmp_path, replays=replays) as running, TestClient(running.app) as client:
+            yield Api(client, running.keys, tmp_path / "tuning.sqlite3")
     finally:
         replays.close()
-        engine.close()
-        tuning.close()
-        keys.close()
 
 
 def alive(pid: int) -> bool:

@@ -1,0 +1,55 @@
+"""The service in process, over real stores in a test's directory: the app, and the engine and stores behind it.
+
+The hashing embedder and the keyword classifier stand in for the models, so what a test exercises is the API,
+the engine and the stores. ``engine_class``, ``ledger_class`` and ``replays`` take a test's own subclass or runner
+(a recall that fails, a ledger that stalls); ``queued`` gives the app the in-process job queue, as
+``feltsense serve`` runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from litestar import Litestar
+
+from api.app import create_app
+from api.auth import KeyStore
+from engine.adapters.embedded_store import EmbeddedStore
+from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.jobs import InProcessJobs
+from engine.ledger import Ledger
+from engine.replay_runner import ReplayRunner
+from engine.service import Engine
+from engine.tuning_store import TuningStore
+from tests.fakes import KeywordClassifier
+
+
+@dataclass(frozen=True)
+class InProcess:
+    app: Litestar
+    engine: Engine
+    keys: KeyStore
+    tuning: TuningStore
+
+
+@contextlib.contextmanager
+def in_process(root: Path, *, engine_class: type[Engine] = Engine, ledger_class: type[Ledger] = Ledger,
+               queued: bool = False, replays: ReplayRunner | None = None) -> Iterator[InProcess]:
+    """Files under ``root``: ``data/`` (the store), ``ledger.sqlite3``, ``tuning.sqlite3``, ``keys.sqlite3``."""
+    embedder = HashingEmbedder()
+    tuning = TuningStore(root / "tuning.sqlite3")
+    store = EmbeddedStore(root / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
+    engine = engine_class(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
+                          ledger=ledger_class(root / "ledger.sqlite3"))
+    keys = KeyStore(root / "keys.sqlite3")
+    try:
+        app = create_app(engine, keys=keys, tuning=tuning, transcript_dirs=(),
+                         jobs=InProcessJobs(engine) if queued else None, replays=replays)
+        yield InProcess(app, engine, keys, tuning)
+    finally:
+        engine.close()
+        tuning.close()
+        keys.close()
