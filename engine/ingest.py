@@ -36,7 +36,7 @@ class Ingestor:
     ) -> None:
         self._store = store
         self._embedder = embedder
-        self._erased = erased  # which of these memory ids were erased (never made again)
+        self._erased = erased  # which of these memory ids were erased (their turns are refused: 410)
         self._erased_turns = erased_turns  # which of these turn ids were erased (refused: 410)
 
     def ingest(self, sent: Sequence[Turn]) -> IngestReport:
@@ -123,13 +123,12 @@ class Ingestor:
     def _unremembered(self, turns: Sequence[Turn]) -> set[str]:
         """The ids of already stored user turns that have no memory: a call that failed between storing the turns
         and their memories (the store went down, the process was killed) leaves them, and the client's re-send
-        is the only chance to make the memories. A memory that was erased is not made again."""
+        is the only chance to make the memories. (A turn whose memory was erased never gets here: ``ingest``
+        refuses it with a 410 first.)"""
         if not turns:
             return set()
         ids = {memory_id_for(t.turn_id): t.turn_id for t in turns}
         missing = set(ids) - {m.memory_id for m in self._store.get_memories(list(ids))}
-        if missing:
-            missing -= self._erased(sorted(missing))
         return {ids[m] for m in missing}
 
     def backfill(self, limit: int = 256) -> int:

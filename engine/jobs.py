@@ -99,7 +99,6 @@ class InProcessJobs:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feltsense-write")
         self._lock = threading.Lock()
         self._pending: dict[str, Future[CloseReport | None]] = {}
-        self._running: set[str] = set()
         self._finished: OrderedDict[str, JobState] = OrderedDict()
         self._closed = False
 
@@ -129,9 +128,9 @@ class InProcessJobs:
 
     def state_of(self, job_id: str) -> JobState:
         with self._lock:
-            session_id = next((s for s in self._pending if write_job_id(s) == job_id), None)
-            if session_id is not None:
-                return JobState(job_id=job_id, status="running" if session_id in self._running else "queued")
+            future = self._pending.get(job_id.removeprefix(write_job_id("")))
+            if future is not None:
+                return JobState(job_id=job_id, status="running" if future.running() else "queued")
             return self._finished.get(job_id) or JobState(job_id=job_id, status="unknown")
 
     def pending(self) -> set[str]:
@@ -159,8 +158,6 @@ class InProcessJobs:
         await asyncio.to_thread(self.close)
 
     def _write(self, session_id: str, closed_at: datetime) -> CloseReport | None:
-        with self._lock:
-            self._running.add(session_id)
         try:
             report = self._engine.close_session(session_id, closed_at=closed_at)
         except Exception:
@@ -168,9 +165,6 @@ class InProcessJobs:
             # land here (the engine keeps the traces pending); this is the store failing or an unknown session.
             log.exception("write-time pass for session %s failed", session_id)
             return None
-        finally:
-            with self._lock:
-                self._running.discard(session_id)
         if report.traces_pending:
             log.warning("write-time pass for session %s left %d traces pending; the background pass retries them",
                         session_id, report.traces_pending)
