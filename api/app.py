@@ -215,16 +215,11 @@ def ingest_turns(data: TurnBatch, engine: Engine, principal: Principal) -> Inges
     require(principal, "runtime")
     try:
         return engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
-    except Conflict as exc:  # name the caller's ids, not the organisation-scoped ones the engine stores
-        raise Conflict(_unscoped_text(principal.org, str(exc)), ids=tuple(unscoped(principal.org, i) for i in exc.ids),
-                       field=exc.field) from None
-    except Gone as exc:
-        raise Gone(_unscoped_text(principal.org, str(exc)),
-                   ids=tuple(unscoped(principal.org, i) for i in exc.ids)) from None
-
-
-def _unscoped_text(org: str, message: str) -> str:
-    return message.replace(f"'{scoped(org, '')}", "'")
+    except (Conflict, Gone) as exc:  # name the caller's ids, not the organisation-scoped ones the engine stores
+        message = str(exc).replace(f"'{scoped(principal.org, '')}", "'")
+        ids = tuple(unscoped(principal.org, i) for i in exc.ids)
+        raise (Conflict(message, ids=ids, field=exc.field) if isinstance(exc, Conflict)
+               else Gone(message, ids=ids)) from None
 
 
 @post("/v1/sessions/{session_id:str}/close", status_code=200, sync_to_thread=True,
