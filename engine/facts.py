@@ -39,7 +39,7 @@ from engine.models import (
 )
 from engine.ports import Embedder, MemoryStore
 from engine.scopes import partition_for
-from prompts.wording import fact_sentence
+from prompts.wording import ended_value, fact_sentence
 from traces.facts import well_formed
 
 log = logging.getLogger("feltsense.facts")
@@ -113,6 +113,22 @@ def current(facts: Sequence[Memory], states: dict[str, MemoryState]) -> dict[tup
         if best is None or (fact.created_at, fact.memory_id) > (best.created_at, best.memory_id):
             found[fact.slot] = fact
     return found
+
+
+_NOT_NAME_WORDS = frozenset({"the", "of", "and", "&", "a", "an", "their"})
+
+
+def ends_another(fact: ExtractedFact, current_value: str | None) -> bool:
+    """Whether ``fact`` ends a value its slot no longer holds: "no longer Brightline Studios" while the slot holds
+    "Kestrel Media" tells of an older job, and the current one stands (it is not written). An ending of what the
+    slot holds ("no longer Kestrel", matched on the words of the name), of an empty slot, or one that names nothing
+    ("left their job") ends the slot as usual."""
+    ended = ended_value(fact.relation, fact.value)
+    if ended is None or current_value is None:
+        return False
+    held = ended_value(fact.relation, current_value)
+    held_words = set(normalise(held[1] if held else current_value).split()) - _NOT_NAME_WORDS
+    return not held_words & (set(normalise(ended[1]).split()) - _NOT_NAME_WORDS)
 
 
 @dataclass(frozen=True)
@@ -197,6 +213,12 @@ class FactService:
             superseded=tuple(s.memory_id for s in replaced if s.status == "revoked"),
             stale_memories=tuple(s.memory_id for s in replaced if s.stale),
         )
+
+    def active_value(self, partition: Partition, slot: tuple[str, str], *, at: datetime | None = None) -> str | None:
+        """The value of the slot's current fact in ``partition`` (as of ``at``), or None when it has none."""
+        facts = [f for f in self._store.list_facts(partition) if f.slot == slot and (at is None or f.created_at <= at)]
+        found = current(facts, self._store.get_states([f.memory_id for f in facts])).get(slot)
+        return found.fact.value if found is not None and found.fact is not None else None
 
     def promote(self, fact_id: str, partition: Partition, *, at: datetime, actor: str) -> FactWrite:
         """A provisional fact goes active (a reviewer kept it): it now supersedes its slot's active fact."""

@@ -38,9 +38,19 @@ from prompts.wording import (
     quote,
 )
 
-# The order the user's facts are listed in: what can hurt first (allergies, diet), then who and where they are.
-FACT_ORDER = ("allergy", "diet", "name", "lives_in", "hometown", "works_at", "occupation", "birthday", "routine",
-              "opinion")
+# The order the user's facts are listed in: what can hurt first (allergies, diet), then tastes in food and drink,
+# then who and where they are.
+FACT_ORDER = ("allergy", "diet", "taste", "preference", "name", "relationship", "lives_in", "lives_with",
+              "hometown", "works_at", "occupation", "studies_at", "birthday", "has", "hobby", "favourite", "routine",
+              "activity", "opinion")
+PREFERENCE_RELATIONS = frozenset({"taste", "preference", "favourite"})
+"""The user's tastes ("can't stand coriander"), how they have things ("coffee with oat milk") and favourites. They
+are in Path A whatever the message, because the message that needs them rarely shares a word with them ("what
+should I get at the café?" and "The user takes "coffee" ...") and Path A is the part that does not depend on the
+message: a topic map from the message's words to relations would make the prefix change turn by turn (losing the
+prompt cache) or put the facts in the tail, behind retrieval again. A user states few of them, but so nothing can
+crowd the prefix they have their own token cap (``Budget.max_preference_tokens``): the most recently stated fit
+first, since a taste said last year is likelier to have changed than one said last week."""
 
 
 _PREFIX_TOKENS: dict[tuple[str, str], int] = {}
@@ -62,6 +72,8 @@ def _prefix_tokens(prefix: str, counter: TokenCounter) -> int:
 class Budget:
     total_tokens: int
     max_pin_tokens: int
+    max_preference_tokens: int = 200
+    """The most the user's tastes and preferences (``PREFERENCE_RELATIONS``) take of Path A, as listed lines."""
 
 
 def edges_first(count: int) -> list[int]:
@@ -84,6 +96,19 @@ def _fact_key(fact: Memory) -> tuple[int, str, str]:
     relation = fact.fact.relation if fact.fact else ""
     order = FACT_ORDER.index(relation) if relation in FACT_ORDER else len(FACT_ORDER)
     return order, fact.fact.subject if fact.fact else "", fact.text
+
+
+def _within_preference_budget(facts: Sequence[Memory], budget_tokens: int, counter: TokenCounter) -> list[Memory]:
+    """Every fact but the preferences that do not fit their cap: whole lines, the most recently stated first (ties
+    by id, so the same facts always give the same prefix)."""
+    preferences = sorted((f for f in facts if f.fact is not None and f.fact.relation in PREFERENCE_RELATIONS),
+                         key=lambda f: (f.created_at, f.memory_id), reverse=True)
+    if not preferences:
+        return list(facts)
+    lines = [_fact_line(fact) for fact in preferences]
+    kept = fit(lines, budget_tokens, counter)
+    left_out = {f.memory_id for f in preferences[kept:]}
+    return [f for f in facts if f.memory_id not in left_out]
 
 
 def _fact_line(fact: Memory) -> str:
@@ -128,7 +153,7 @@ def assemble(
                 truncated.append(pin.memory_id)
                 text = f"{text}\n{TRUNCATED_MARK}" if text else TRUNCATED_MARK
         pin_texts.append(text)
-    ordered_facts = sorted(facts, key=_fact_key)
+    ordered_facts = sorted(_within_preference_budget(facts, budget.max_preference_tokens, counter), key=_fact_key)
     prefix = _join([
         _section(CANON_HEADER, pin_texts),
         _section(FACTS_HEADER, [_fact_line(fact) for fact in ordered_facts]),

@@ -124,22 +124,72 @@ FACT_TEMPLATES: dict[str, str] = {
     "opinion": "{who} has an opinion of {thing}: {value}.",
     "allergy": "{who} must avoid {thing}: {value}.",
     "routine": "{who} has a habit: {thing}, {value}.",
+    "studies_at": "{who} studies at {value}.",
+    "relationship": "{whose} relationship status is {value}.",
+    "lives_with": "{who} lives with {value}.",
+    "preference": "{who} takes {thing} {value}.",
+    "taste": "{who} has a taste about {thing}: {value}.",
+    "favourite": "{whose} favourite {thing} is {value}.",
+    "has": "{who} has {value}.",
+    "hobby": "{who} has a hobby: {thing}, {value}.",
+    "activity": "{who} has been busy with {thing}: {value}.",
 }
 # The relations whose subject is the thing itself ("jazz", "peanut", "coffee"): the fact is the user's.
-THING_RELATIONS = frozenset({"opinion", "allergy", "routine"})
+THING_RELATIONS = frozenset({"opinion", "allergy", "routine", "preference", "taste", "favourite", "has", "hobby",
+                             "activity"})
 OPINION_STANCES = frozenset({
     "loves", "likes", "enjoys", "adores", "hates", "dislikes", "detests", "loathes", "despises", "can't stand",
     "can't bear", "doesn't like", "doesn't enjoy", "is a fan of", "is not a fan of", "is obsessed with", "is into",
-    "is crazy about", "is mad about", "is passionate about",
+    "is crazy about", "is mad about", "is passionate about", "prefers",
 })
+TASTE_STANCES = OPINION_STANCES | {"doesn't drink"}
 ALLERGY_KINDS: dict[str, str] = {"allergic": "is allergic to", "intolerant": "is intolerant to",
                                  "can't eat": "can't eat", "coeliac": "has coeliac disease and can't eat"}
+RELATIONSHIP_STATUSES: dict[str, str] = {
+    "single": "{who} is single.", "in a relationship": "{who} is in a relationship.",
+    "engaged": "{who} is engaged.", "married": "{who} is married.",
+    "separated": "{who} is separated from their partner.", "divorced": "{who} is divorced.",
+    "widowed": "{who} is widowed.", "broken up": "{who} has broken up with their partner.",
+}
 # A value from one of these closed vocabularies is the server's own wording, so it goes in bare and the line reads
 # as a sentence ("The user loves "jazz"."); any other value takes its relation's template above, quoted.
 FACT_VALUE_TEMPLATES: dict[tuple[str, str], str] = {
     **{("opinion", stance): f"{{who}} {stance} {{thing}}." for stance in OPINION_STANCES},
+    **{("taste", stance): f"{{who}} {stance} {{thing}}." for stance in TASTE_STANCES},
     **{("allergy", kind): f"{{who}} {wording} {{thing}}." for kind, wording in ALLERGY_KINDS.items()},
+    **{("relationship", status): wording for status, wording in RELATIONSHIP_STATUSES.items()},
+    ("works_at", "left their job"): "{who} has left their job.",
+    ("studies_at", "graduated"): "{who} has graduated.",
+    ("occupation", "retired"): "{who} is retired.",
+    ("lives_with", "alone"): "{who} lives alone.",
+    ("hobby", "plays"): "{who} plays {thing}.",
+    ("hobby", "does"): "{who}'s hobbies include {thing}.",
 }
+# A subject of "preference" from this closed vocabulary is the server's own wording too ("usual order"), read bare.
+PREFERENCE_SUBJECT_TEMPLATES: dict[str, str] = {
+    "usual order": "{whose} usual order is {value}.",
+    "usual drink": "{whose} usual drink is {value}.",
+    "usual coffee order": "{whose} usual coffee order is {value}.",
+    "breakfast": "{who} usually has {value} for breakfast.",
+    "lunch": "{who} usually has {value} for lunch.",
+    "dinner": "{who} usually has {value} for dinner.",
+}
+
+ENDED = "no longer"
+"""The value of a fact that ends its slot starts with this word and names what ended ("no longer Orbit Foods")."""
+# Relation -> the sentence of a fact that ends its slot, {value} what ended (quoted): "I don't work at Orbit Foods
+# any more" reads "The user no longer works at "Orbit Foods".", not "The user works at "no longer Orbit Foods"."
+ENDED_TEMPLATES: dict[str, str] = {
+    "works_at": "{who} no longer works at {value}.",
+    "studies_at": "{who} no longer studies at {value}.",
+    "lives_in": "{who} no longer lives in {value}.",
+    "lives_with": "{who} no longer lives with {value}.",
+    "diet": "{who} is no longer {value}.",
+    "occupation": "{who} no longer works as {a} {value}.",
+}
+GRADUATED_FROM = "graduated from"
+"""Like ``ENDED`` for "studies_at": "graduated from Leeds University" ends the slot and says how."""
+GRADUATED_TEMPLATE = "{who} graduated from {value}."
 GENERIC_FACT_TEMPLATE = "{whose} {relation}: {value}."
 """A relation without a template, about the user or someone in their life ("The user's password: "…".")."""
 OTHER_FACT_TEMPLATE = "About {thing}: {relation} {value}."
@@ -183,18 +233,34 @@ def _who(subject: str) -> str | None:
     return None
 
 
+def ended_value(relation: str, value: str) -> tuple[str, str] | None:
+    """(template, what ended) when ``value`` ends its slot ("no longer Orbit Foods", "graduated from Leeds
+    University" on "studies_at"), else None."""
+    words = value.split(maxsplit=2)
+    if relation in ENDED_TEMPLATES and len(words) > 2 and f"{words[0]} {words[1]}".lower() == ENDED:
+        return ENDED_TEMPLATES[relation], words[2]
+    if relation == "studies_at" and len(words) > 2 and f"{words[0]} {words[1]}".lower() == GRADUATED_FROM:
+        return GRADUATED_TEMPLATE, words[2]
+    return None
+
+
 def fact_sentence(subject: str, relation: str, value: str) -> str:
     """The sentence a fact is stored and shown with, rendered from its triple: the template's words bare, the
     value and any thing quoted. Deterministic, so Path A stays byte-stable."""
     subject, value = " ".join(subject.split()), " ".join(value.split())
     who = _who(subject)
     template = FACT_VALUE_TEMPLATES.get((relation, value.lower()))
+    ended = ended_value(relation, value)
     if relation in THING_RELATIONS:
+        if relation == "preference":
+            template = PREFERENCE_SUBJECT_TEMPLATES.get(subject)
         who, template = "The user", template or FACT_TEMPLATES[relation]
     elif who is None:
         template = OTHER_FACT_TEMPLATE
+    elif template is None and ended is not None:
+        template, value = ended
     else:
-        template = FACT_TEMPLATES.get(relation, GENERIC_FACT_TEMPLATE)
+        template = template or FACT_TEMPLATES.get(relation, GENERIC_FACT_TEMPLATE)
     thing = re.sub(r"^user's\b", "their", subject)
     return template.format(
         who=who, whose=f"{who}'s", thing=quoted(thing), value=quoted(value),
