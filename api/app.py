@@ -28,6 +28,7 @@ from api.auth import KeyStore, Principal, scoped, unscoped
 from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, OptionalBody, problems
 from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
+from api.resolutions import resolution_routes
 from api.security import authenticator, require
 from api.tenancy import scope_query, scope_turn, unscope_result
 from api.tuning import default_transcript_dirs, tuning_routes
@@ -421,7 +422,7 @@ def create_app(
 
     return Litestar(
         route_handlers=[ingest_turns, close_session if jobs is None else enqueue_close, job_status, recall, healthz,
-                        readyz, *memory_routes, *tuning_routes, *lifecycle_routes, tuning_page],
+                        readyz, *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=False),

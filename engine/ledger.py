@@ -5,6 +5,11 @@ removes everything it said, but the record that it existed, when its status chan
 stays. No audit event ever holds content; it holds ids, statuses, strengths and, unless a strict erasure
 drops them, proper names (the capitalised anchors of a memory: "Luna", never "dog" or "job").
 
+It also keeps the resolutions the write-time pass found (an earlier memory's anxiety or anger settled by a later
+memory, ``traces.resolution``): who resolved whom, when and why, and whether a director undid it. Recall reads
+them every turn; they hold ids, registers, times and labels from a fixed vocabulary, never what was said, and
+erasure removes them with the memories they name.
+
 It also keeps the tombstones of erased turns (a digest of each id), so that a client retrying a batch it sent
 before the erasure gets a 410 instead of storing the erased words again.
 
@@ -26,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from engine.errors import BackendUnavailable, InvalidInput, NotFound
-from engine.models import MemoryState
+from engine.models import MemoryState, Resolution
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -72,6 +77,20 @@ CREATE TABLE IF NOT EXISTS erased_facts (
     memory_id TEXT NOT NULL,
     PRIMARY KEY (fact_id, memory_id)
 );
+CREATE TABLE IF NOT EXISTS resolutions (
+    memory_id TEXT NOT NULL,
+    resolved_by TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    register TEXT NOT NULL,
+    at TEXT NOT NULL,
+    cue TEXT NOT NULL,
+    link TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    undone_at TEXT,
+    undone_by TEXT,
+    PRIMARY KEY (memory_id, resolved_by)
+);
+CREATE INDEX IF NOT EXISTS resolutions_partition ON resolutions (partition, at);
 CREATE TABLE IF NOT EXISTS erased_turns (
     turn_digest TEXT PRIMARY KEY,
     partition TEXT NOT NULL,
@@ -209,6 +228,102 @@ class Ledger:
                 self._db.executemany("UPDATE audit SET names = ? WHERE seq = ?",
                                      [(json.dumps(list(proper_names(json.loads(names)))), seq)
                                       for seq, names in rows])
+
+    # -- resolutions: earlier tones settled by later memories -----------------------------------------------
+
+    _RESOLUTION = "memory_id, resolved_by, register, at, cue, link, recorded_at, undone_at, undone_by"
+
+    def record_resolutions(self, partition: str, resolutions: Sequence[Resolution]) -> list[Resolution]:
+        """Keep resolutions found by the write-time pass, each audited on the memory resolved; returns the new
+        ones. Idempotent: a pair (memory, resolver) already recorded, undone or not, is left as it is (a retried
+        session does not resolve again what a director undid)."""
+        added: list[Resolution] = []
+        with self._lock:
+            for found in resolutions:
+                cursor = self._db.execute(
+                    f"INSERT OR IGNORE INTO resolutions ({self._RESOLUTION}, partition) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)",
+                    (found.memory_id, found.resolved_by, found.register, found.at.astimezone(UTC).isoformat(),
+                     found.cue, found.link, found.recorded_at.astimezone(UTC).isoformat(), partition),
+                )
+                if cursor.rowcount:
+                    added.append(found)
+                    self._db.execute(
+                        "INSERT INTO audit (memory_id, partition, event, at, status, strength, names, actor) "
+                        "VALUES (?, ?, 'resolved', ?, NULL, NULL, '[]', 'system')",
+                        (found.memory_id, partition, found.recorded_at.astimezone(UTC).isoformat()),
+                    )
+        return added
+
+    def resolutions(self, partition: str, *, include_undone: bool = True) -> list[Resolution]:
+        """A partition's resolutions, oldest first."""
+        where = "" if include_undone else " AND undone_at IS NULL"
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._RESOLUTION} FROM resolutions WHERE partition = ?{where} ORDER BY at, memory_id",
+                (partition,),
+            ).fetchall()
+        return [self._resolution(r) for r in rows]
+
+    def resolutions_in_force(self, partition: str, at: datetime) -> dict[str, Resolution]:
+        """By memory id, the resolutions not undone whose resolving memory was said by ``at`` (the earliest per
+        memory): what recall takes out of tone force on a turn at ``at``."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._RESOLUTION} FROM resolutions WHERE partition = ? AND undone_at IS NULL AND at <= ? "
+                "ORDER BY at DESC, resolved_by DESC", (partition, at.astimezone(UTC).isoformat()),
+            ).fetchall()
+        return {r.memory_id: r for r in map(self._resolution, rows)}
+
+    def undo_resolutions(self, partition: str, memory_ids: Sequence[str], *, by: str,
+                         at: datetime) -> list[Resolution]:
+        """Undo every resolution in force of ``memory_ids`` (their tone is back), each audited; returns the
+        undone ones. NotFound when none of them has one in force."""
+        undone: list[Resolution] = []
+        with self._lock:
+            for memory_id in dict.fromkeys(memory_ids):
+                rows = self._db.execute(
+                    f"SELECT {self._RESOLUTION} FROM resolutions WHERE partition = ? AND memory_id = ? "
+                    "AND undone_at IS NULL ORDER BY at, resolved_by", (partition, memory_id),
+                ).fetchall()
+                if not rows:
+                    continue
+                self._db.execute(
+                    "UPDATE resolutions SET undone_at = ?, undone_by = ? WHERE partition = ? AND memory_id = ? "
+                    "AND undone_at IS NULL", (at.astimezone(UTC).isoformat(), by, partition, memory_id),
+                )
+                self._db.execute(
+                    "INSERT INTO audit (memory_id, partition, event, at, status, strength, names, actor) "
+                    "VALUES (?, ?, 'resolution_undone', ?, NULL, NULL, '[]', ?)",
+                    (memory_id, partition, at.astimezone(UTC).isoformat(), by),
+                )
+                undone += [self._resolution(r).model_copy(update={"undone_at": at.astimezone(UTC), "undone_by": by})
+                           for r in rows]
+        if not undone:
+            raise NotFound(f"no resolution in force for {', '.join(repr(m) for m in memory_ids) or 'no memory'}")
+        return undone
+
+    def forget_resolutions(self, partition: str, memory_ids: Sequence[str] | None = None) -> int:
+        """At erasure: a partition's resolutions, or those naming one of ``memory_ids`` (resolved or resolving:
+        a resolution whose resolving memory is erased is no longer in force)."""
+        with self._lock:
+            if memory_ids is None:
+                return int(self._db.execute("DELETE FROM resolutions WHERE partition = ?", (partition,)).rowcount)
+            removed = 0
+            ids = list(memory_ids)
+            for chunk in range(0, len(ids), 400):
+                part = ids[chunk:chunk + 400]
+                marks = ",".join("?" * len(part))
+                removed += int(self._db.execute(
+                    f"DELETE FROM resolutions WHERE partition = ? AND (memory_id IN ({marks}) OR resolved_by IN "
+                    f"({marks}))", [partition, *part, *part]).rowcount)
+            return removed
+
+    @staticmethod
+    def _resolution(row: tuple[Any, ...]) -> Resolution:
+        return Resolution(memory_id=row[0], resolved_by=row[1], register=row[2], at=datetime.fromisoformat(row[3]),
+                          cue=row[4], link=row[5], recorded_at=datetime.fromisoformat(row[6]),
+                          undone_at=None if row[7] is None else datetime.fromisoformat(row[7]), undone_by=row[8])
 
     # -- tombstones: erased turn ids are never stored again --------------------------------------------------
 

@@ -209,12 +209,15 @@ class Lifecycle:
             self._ledger.tombstone_turns(key, erased_turns, at=now)
             review = self._ledger.forget_partition(key)
             recalls = self._ledger.forget_recalls(key)
+            self._ledger.forget_resolutions(key)
         else:
             for fact in memories:  # a fact erased while its turns stay must not be distilled from them again
                 if fact.fact is not None and fact.fact.provenance:
                     self._ledger.suppress(fact.memory_id, fact.fact.provenance)
             for owner, turn_ids in said.items():
                 recalls += self._ledger.forget_recalls(partition_key(owner.character_id, owner.user_id), ids)
+                # A resolution naming an erased memory goes: resolved or resolving, it said something about it.
+                self._ledger.forget_resolutions(partition_key(owner.character_id, owner.user_id), ids)
                 erased_turns += self._store.delete_turns(owner, turn_ids)  # the raw turn said it too
         self._ledger.redact_names(ids, strict=strict)
         # Deleted rows linger in the write-ahead logs until a checkpoint: the receipt waits for it.

@@ -210,6 +210,41 @@ class Trace(Frozen):
     classifier: str = Field(default="", description="name@version of what classified the memory")
     attempts: int = Field(default=0, ge=0, description="write-time attempts so far (pending traces are retried)")
     last_error: str = ""
+    resolution_cue: str = Field(
+        default="", max_length=200,
+        description='why the memory reads as a resolution ("the result came back fine (rule)"); empty when not',
+    )
+    resolves: tuple[str, ...] = Field(
+        default=(), description="earlier memories whose anxiety or anger this one resolved, as the write-time pass "
+                                "found them (the ledger's resolutions say whether each is still in force)",
+    )
+
+
+class Resolution(Frozen):
+    """An earlier memory's tone taken out of force by a later memory of the same episode (``traces.resolution``).
+
+    Holds ids, a register, times and labels from a fixed vocabulary, never what was said."""
+
+    # Output only: reading one back (a logged recall, the typed client) ignores the computed ``note``.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    memory_id: str = Field(description="the memory resolved: no longer toned, still recallable")
+    resolved_by: str = Field(description="the memory that resolved it")
+    # A Field, not a bare annotation: pydantic would take the inherited ABCMeta.register as the default.
+    register: Register = Field(description="the register of the memory resolved (anxiety or anger)")
+    at: AwareDatetime = Field(description="when the resolving memory was said; in force for recalls from then on")
+    cue: str = Field(description='why the resolving memory reads as resolution ("an apology (rule)")')
+    link: str = Field(description='why the two belong together ("shared anchor", "similar meaning (0.71)")')
+    recorded_at: AwareDatetime
+    undone_at: AwareDatetime | None = Field(default=None, description="a director undid it: the tone is back")
+    undone_by: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def note(self) -> str:
+        """The explanation recall shows: "resolved by <memory id> on <date>: <cue>"."""
+        undone = f" (undone {self.undone_at.date().isoformat()})" if self.undone_at else ""
+        return f"resolved by {self.resolved_by} on {self.at.date().isoformat()}: {self.cue}{undone}"
 
 
 class Leg(StrEnum):
@@ -267,6 +302,9 @@ class RecalledMemory(Frozen):
     scope: Scope = Field(default="user", description="the memory level it came from: user, canon or shared")
     stale: bool = Field(default=False, description="it carried a fact that has since been superseded")
     components: ScoreComponents
+    resolution: Resolution | None = Field(
+        default=None, description="a later memory resolved its feeling: recalled as a memory, no tone rule"
+    )
 
 
 class ToneConstraint(Frozen):
@@ -295,6 +333,9 @@ class RecallTrace(Frozen):
     dropped_below_floor: int
     excluded_current_session: int
     standing_rule_memories: int
+    resolved_tone_memories: int = Field(
+        default=0, description="memories that would carry a tone rule but were resolved by a later memory"
+    )
     timings_ms: dict[str, float]
     profile_version: int
     notes: tuple[str, ...] = ()
@@ -345,6 +386,10 @@ class RecallResult(Frozen):
     memories: tuple[RecalledMemory, ...]
     tone_constraints: tuple[ToneConstraint, ...] = Field(description="from this turn's recalled memories")
     standing_rules: tuple[ToneConstraint, ...] = Field(description="in force whatever was recalled")
+    resolutions: tuple[Resolution, ...] = Field(
+        default=(), description="resolutions that kept a recalled memory's (or a would-be standing rule's) tone out "
+                                "of force this turn",
+    )
     context: AssembledContext
     trace: RecallTrace
 

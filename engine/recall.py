@@ -2,6 +2,10 @@
 
 Degradation is recorded, never silent: if the embedder fails, stage one runs lexical only; if that finds
 nothing, plain substring matching answers. The result's trace says which mode answered.
+
+A memory a later one resolved (``traces.resolution``; the ledger's resolutions in force at the turn's time) is
+not toned: no tone constraint, no standing rule, and it ranks as an ordinary memory. Recall says so on the
+memory (``RecalledMemory.resolution``) and in ``RecallResult.resolutions``.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from engine.models import (
     RecallQuery,
     RecallResult,
     RecallTrace,
+    Resolution,
     ScoreComponents,
     ToneConstraint,
     Trace,
     TraceStatus,
 )
-from engine.ports import Embedder, MemoryStore
+from engine.ports import Embedder, MemoryStore, ToneCandidates
 from engine.scopes import CANON, partition_for, visible
 from engine.text import matched_anchors, terms
 from engine.tuning import ProfileSource, TuningProfile
@@ -46,8 +51,11 @@ from scoring.rerank import StageTwoParams, salience_for, stage_two
 log = logging.getLogger("feltsense.recall")
 SECONDS_PER_DAY = 86400.0
 MMR_POOL_FACTOR = 3
+REGISTER_CACHE_SIZE = 100_000
 
 FactListings = dict[Partition, tuple[list[Memory], dict[str, MemoryState]]]
+Resolutions = Callable[[Partition, datetime], dict[str, Resolution]]
+"""A user's resolutions in force at a time, by the memory resolved (``engine.ledger.Ledger.resolutions_in_force``)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -65,6 +73,7 @@ def stage_two_params(profile: TuningProfile, limit: int | None = None) -> StageT
         tone_min_intensity=profile.tone.min_intensity,
         tone_max_valence=profile.tone.max_valence,
         standing_rule_salience=profile.tone.standing_rule_salience,
+        standing_min_intensity=profile.tone.standing_min_intensity,
     )
 
 
@@ -108,12 +117,35 @@ def anchor_matrix(matches: Sequence[tuple[str, ...]]) -> np.ndarray:
     return matrix
 
 
+def standing_bar(profile: TuningProfile, register: str) -> float:
+    """The intensity a decayed toned memory of ``register`` needs to stand as a rule: the tone bar for a loss, the
+    standing bar for the other standing registers, never (infinity) for the rest."""
+    tone = profile.tone
+    if register in tone.loss_registers:
+        return tone.min_intensity
+    if register in tone.standing_registers:
+        return max(tone.standing_min_intensity, tone.min_intensity)
+    return float("inf")
+
+
+def episode_intensity(found: ToneCandidates, memory_ids: Sequence[str]) -> dict[str, float]:
+    """For each of ``memory_ids`` among ``found``, the intensity of its episode's most intense memory."""
+    row = {memory_id: i for i, memory_id in enumerate(found.memory_ids)}
+    rows = [row[m] for m in memory_ids if m in row]
+    if not rows:
+        return {}
+    lead = {int(key): float(found.intensity[found.episode == key].max()) for key in np.unique(found.episode[rows])}
+    return {m: lead[int(found.episode[row[m]])] for m in memory_ids if m in row}
+
+
 class Recaller:
     def __init__(
         self, *, store: MemoryStore, embedder: Embedder, profiles: ProfileSource, clock: Callable[[], datetime],
-        counter: TokenCounter | None = None,
+        counter: TokenCounter | None = None, resolutions: Resolutions | None = None,
     ) -> None:
         self._counter = counter or default_counter()
+        self._resolutions = resolutions
+        self._register_cache: dict[str, str] = {}
         self._store = store
         self._embedder = embedder
         self._profiles = profiles
@@ -170,13 +202,17 @@ class Recaller:
         candidates, memories, states = self._current_facts_only(query.character_id, candidates, memories, states,
                                                                     notes, listings)
         traces = self._store.get_traces([c.memory_id for c in candidates])
+        resolved = self._resolutions(partition, now) if self._resolutions is not None else {}
+        toned_found = self._store.tone_candidates(
+            partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
+        )
         recalled, toned = self.stage_two(query, candidates, memories, traces, now, profile, limit=query.limit,
-                                         states=states)
+                                         states=states, resolved=resolved, tone_candidates=toned_found)
         timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
-        tone_constraints, standing_rules, standing_count = self._tone(
-            partition, {memory.memory_id for memory, _, _ in toned}, now, exclude, profile
+        tone_constraints, standing_rules, standing_count, resolved_count = self._tone(
+            toned_found, {memory.memory_id for memory, _, _ in toned}, now, exclude, profile, resolved
         )
         pins, facts = self._path_a(query.character_id, query.user_id, now, listings)
         in_prefix = {m.memory_id for m in (*pins, *facts)}
@@ -198,6 +234,7 @@ class Recaller:
             dropped_below_floor=counts.get("dropped_below_floor", 0),
             excluded_current_session=counts.get("excluded_current_session", 0),
             standing_rule_memories=standing_count,
+            resolved_tone_memories=resolved_count,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
             profile_version=profile.version,
             notes=tuple(notes),
@@ -210,6 +247,7 @@ class Recaller:
             memories=tuple(recalled),
             tone_constraints=tone_constraints,
             standing_rules=standing_rules,
+            resolutions=tuple(dict.fromkeys(m.resolution for m in recalled if m.resolution is not None)),
             context=context,
             trace=trace,
         )
@@ -317,11 +355,16 @@ class Recaller:
         *,
         limit: int,
         states: dict[str, MemoryState] | None = None,
+        resolved: dict[str, Resolution] | None = None,
+        tone_candidates: ToneCandidates | None = None,
     ) -> tuple[list[RecalledMemory], list[tuple[Memory, Trace, float]]]:
         """Stage two as recall runs it: arrays from the traces, anchor matching, the numpy kernel, strength and
-        scope weights, then maximal marginal relevance over what ranked, and the results."""
+        scope weights, then maximal marginal relevance over what ranked, and the results. ``resolved``: the
+        memories a later memory resolved (not toned), by id. ``tone_candidates``: the partition's, so that the
+        standing bar is held against each memory's episode (its most intense moment), as the rules are."""
         candidates = [c for c in candidates if c.memory_id in memories]
         states = states or {}
+        resolved = resolved or {}
         if not candidates:
             return [], []
         message_terms = frozenset(terms(query.message))
@@ -330,6 +373,7 @@ class Recaller:
         complete: list[Trace | None] = []
         matches: list[tuple[str, ...]] = []
         relevance_, intensity_, valence_, created_, emotional_ = [], [], [], [], []
+        bar_: list[float] = []
         for candidate in candidates:
             relevance_.append(candidate.relevance)
             created_.append(memories[candidate.memory_id].created_at.timestamp())
@@ -340,6 +384,7 @@ class Recaller:
             intensity_.append(trace.intensity if trace else 0.0)
             valence_.append(trace.valence if trace else 0.0)
             emotional_.append(trace is not None and trace.kind is MemoryKind.EMOTIONAL)
+            bar_.append(standing_bar(profile, trace.register) if trace is not None else np.inf)
             matches.append(matched_anchors(message_terms, trace.anchors) if trace and trace.anchors else ())
         relevance = np.array(relevance_)
         intensity = np.array(intensity_)
@@ -359,9 +404,18 @@ class Recaller:
                    "shared": profile.scopes.shared_weight}
         scope_weight = np.array([weights[m.scope] for m in ordered_memories])
 
+        standing_intensity = intensity
+        below_bar = [c.memory_id for c, level, bar in zip(candidates, intensity_, bar_, strict=True)
+                     if profile.tone.min_intensity <= level < bar < np.inf]
+        if tone_candidates is not None and below_bar:
+            leads = episode_intensity(tone_candidates, below_bar)
+            standing_intensity = np.array([max(level, leads.get(c.memory_id, 0.0))
+                                           for c, level in zip(candidates, intensity_, strict=True)])
         ranked = stage_two(
             relevance, intensity, valence, ages, emotional, anchor_matches, strength, scope_weight,
-            stage_two_params(profile, n),
+            stage_two_params(profile, n), standing_bar=np.array(bar_),
+            resolved=np.array([c.memory_id in resolved for c in candidates], dtype=bool),
+            standing_intensity=standing_intensity,
         )
         order = ranked.order
         if profile.scopes.mmr_lambda < 1.0 and len(order) > 1:
@@ -399,6 +453,7 @@ class Recaller:
                         half_life_days=float(ranked.half_life_days[i]),
                         score=float(ranked.score[i]),
                     ),
+                    resolution=resolved.get(memory.memory_id),
                 )
             )
             if ranked.toned[i] and trace is not None:
@@ -407,29 +462,36 @@ class Recaller:
 
     def _tone(
         self,
-        partition: Partition,
+        found: ToneCandidates,
         selected_ids: set[str],
         now: datetime,
         exclude_session: str | None,
         profile: TuningProfile,
-    ) -> tuple[tuple[ToneConstraint, ...], tuple[ToneConstraint, ...], int]:
-        """Tone constraints for this turn's toned memories, and the standing rules in force.
+        resolved: dict[str, Resolution] | None = None,
+    ) -> tuple[tuple[ToneConstraint, ...], tuple[ToneConstraint, ...], int, int]:
+        """Tone constraints for this turn's toned memories, the standing rules in force, how many memories stand
+        behind those rules, and how many toned memories were left out as resolved.
 
         Rules speak for whole episodes (one session, one register): a recalled "Luna and I walked in the park"
         brings the episode's most intense moment ("My dog Luna died") and all of its anchors into the rule. An
         episode none of whose memories was recalled is a standing rule once its most intense memory has
-        decayed below the standing threshold; until then it simply competes for slots like any memory.
+        decayed below the standing threshold, if that memory clears its register's standing bar (``standing_bar``:
+        the tone bar for a loss, ``standing_min_intensity`` for very intense sadness or shame, never for anxiety
+        or anger); until then it simply competes for slots like any memory, and one that does not clear the bar
+        decays out of force. A resolved memory is not a tone candidate at all.
         """
         tone = profile.tone
-        found = self._store.tone_candidates(
-            partition, min_intensity=tone.min_intensity, max_valence=tone.max_valence
-        )
         ages = (now.timestamp() - found.created_epoch) / SECONDS_PER_DAY
         visible = ages >= 0
         if exclude_session is not None and exclude_session in found.session_ids:
             visible &= np.array([sid != exclude_session for sid in found.session_ids], dtype=bool)
+        resolved_count = 0
+        if resolved:
+            settled = np.array([mid in resolved for mid in found.memory_ids], dtype=bool)
+            resolved_count = int((visible & settled).sum())
+            visible &= ~settled
         if not visible.any():
-            return (), (), 0
+            return (), (), 0, resolved_count
         positions = np.flatnonzero(visible)
         episode, intensity, ages = found.episode[positions], found.intensity[positions], ages[positions]
         salience, _ = salience_for(intensity, ages, np.ones(len(positions), dtype=bool), stage_two_params(profile))
@@ -450,7 +512,14 @@ class Recaller:
         # A decayed episode is a standing rule whether or not this turn recalled it: the standing rules live in
         # the stable prefix, which must not depend on the turn's message.
         is_selected &= ~decayed
-        standing_leads = leads[decayed]
+        # Only the rare moment stands: a loss, or very intense sadness or shame (``standing_bar``). The rest decays
+        # out of force.
+        standing_leads = leads[decayed & (intensity[leads] >= tone.min_intensity)]
+        if len(standing_leads):
+            registers = self._registers_of([found.memory_ids[int(positions[i])] for i in standing_leads])
+            standing_leads = standing_leads[np.array(
+                [float(intensity[i]) >= standing_bar(profile, registers.get(found.memory_ids[int(positions[i])], ""))
+                 for i in standing_leads], dtype=bool)]
         # The system message stays bounded: the most intense standing episodes (then the most recent) win.
         standing_leads = standing_leads[np.lexsort((ages[standing_leads], -intensity[standing_leads]))]
         standing_leads = standing_leads[: tone.max_standing_rules]
@@ -479,7 +548,22 @@ class Recaller:
             self._constraints(materialise(current_rows), standing=False),
             self._constraints(kept, standing=True),
             sum(len(e) for e in kept),
+            resolved_count,
         )
+
+    def _registers_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """The registers of complete traces, remembered: a complete trace's register never changes, and the
+        standing rules ask for the same old episodes' every turn."""
+        cache = self._register_cache  # shared by concurrent recalls: read with get, never check-then-read
+        found = {m: r for m in memory_ids if (r := cache.get(m)) is not None}
+        missing = [m for m in memory_ids if m not in found]
+        if missing:
+            if len(cache) > REGISTER_CACHE_SIZE:
+                cache.clear()
+            for memory_id, trace in self._store.get_traces(missing).items():
+                if trace.status is TraceStatus.COMPLETE:
+                    found[memory_id] = cache[memory_id] = trace.register
+        return found
 
     @staticmethod
     def _constraints(

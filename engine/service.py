@@ -24,6 +24,7 @@ from engine.models import (
     Partition,
     RecallQuery,
     RecallResult,
+    Resolution,
     Scope,
     Source,
     StrengthSignals,
@@ -74,9 +75,13 @@ class Engine:
         self._visibility = VisibilityGates()
         self._writer = TraceWriter(
             store=store, classifier=classifier, embedder=embedder, profiles=self.profiles, clock=clock,
-            facts=self.facts, publish=self._visibility.exclusive,
+            facts=self.facts, publish=self._visibility.exclusive, ledger=self.ledger,
         )
-        self._recaller = Recaller(store=store, embedder=embedder, profiles=self.profiles, clock=clock)
+        self._recaller = Recaller(
+            store=store, embedder=embedder, profiles=self.profiles, clock=clock,
+            resolutions=lambda partition, at: self.ledger.resolutions_in_force(
+                partition_key(partition.character_id, partition.user_id), at),
+        )
         self._write_lock = threading.Lock()
 
     def ingest(self, turns: Sequence[Turn]) -> IngestReport:
@@ -164,6 +169,31 @@ class Engine:
         """A past turn's recall, as it was returned; NotFound unless it was ``partition``'s."""
         return RecallResult.model_validate_json(
             self.ledger.recall(recall_id, partition_key(partition.character_id, partition.user_id)))
+
+    # -- resolutions ---------------------------------------------------------------------------------------
+
+    def resolutions(self, partition: Partition, *, include_undone: bool = True) -> list[Resolution]:
+        """A user's resolutions (earlier anxiety or anger settled by a later memory), oldest first."""
+        return self.ledger.resolutions(partition_key(partition.character_id, partition.user_id),
+                                       include_undone=include_undone)
+
+    def undo_resolution(self, memory_id: str, partition: Partition, *, actor: str) -> list[Resolution]:
+        """Put a resolved memory's tone back in force, with the rest of its episode that the same memory resolved
+        (resolution works on episodes: one session, one register). Audited; NotFound unless ``memory_id`` is
+        ``partition``'s and has a resolution in force."""
+        key = partition_key(partition.character_id, partition.user_id)
+        with self._write_lock:
+            active = self.ledger.resolutions(key, include_undone=False)
+            mine = [r for r in active if r.memory_id == memory_id]
+            if not mine:
+                raise NotFound(f"no resolution of memory {memory_id!r} in force")
+            resolvers = {r.resolved_by for r in mine}
+            siblings = [r.memory_id for r in active
+                        if r.resolved_by in resolvers and r.register == mine[0].register and r.memory_id != memory_id]
+            memories = {m.memory_id: m for m in self.store.get_memories([memory_id, *siblings])}
+            session = memories[memory_id].session_id if memory_id in memories else None
+            episode = [m for m in siblings if m in memories and memories[m].session_id == session]
+            return self.ledger.undo_resolutions(key, [memory_id, *episode], by=actor, at=self.clock())
 
     # -- facts, lifecycle ---------------------------------------------------------------------------------
 

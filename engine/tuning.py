@@ -10,10 +10,21 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.models import REGISTERS, Register
+
 
 class _Params(BaseModel):
     # Infinity is saved as JSON null, which no later load accepts (a bad row once stopped the service starting).
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+TONE_BAR = 0.48
+STANDING_BAR = 0.78
+THRESHOLDS_CLASSIFIER = "feltsense-session@2.17713e3313"
+"""The bars' defaults and the classifier they were chosen with: `feltsense eval tone-thresholds` on ESConv valid
+(tone bar 0.4816 by Youden's J, seeker rating 4-5 vs 1-3, J 0.20; standing bar 0.7717: no cut reached 90% rated 5
+with at least 5 sessions, so the best share, 2 of the 3 valid sessions above it). On ESConv test: tone bar TPR 0.90
+at FPR 0.70, standing bar 70% of its 10 sessions rated 5. Rerun and reset both when the classifier changes."""
 
 
 class RetrievalParams(_Params):
@@ -86,15 +97,57 @@ class ScoringParams(_Params):
 
 
 class ToneParams(_Params):
-    """When a memory's trace turns into a tone rule for the character."""
+    """When a memory's trace turns into a tone rule for the character, and when that rule stands for good.
 
-    min_intensity: float = Field(default=0.6, ge=0.0, le=1.0, description="intensity at or above which it counts")
+    A tone constraint is for an intense negative moment; a standing rule for the rare moment that must never be
+    treated lightly (a death). The two bars are chosen on human intensity labels with the shipped classifier,
+    never by eye: ``feltsense eval tone-thresholds`` (``eval/tone_thresholds.py``) picks them on ESConv valid and
+    scores them on ESConv test and ISEAR. Rerun it whenever the classifier changes, and set these from its output.
+    """
+
+    min_intensity: float = Field(
+        default=TONE_BAR, ge=0.0, le=1.0,
+        description=(
+            "the tone bar: intensity at or above which a negative memory carries a tone rule. Chosen by `feltsense "
+            "eval tone-thresholds` (Youden's J separating ESConv valid sessions the seeker rated 4-5 from 1-3, by "
+            f"their most intense negative turn) with classifier {THRESHOLDS_CLASSIFIER}"
+        ),
+    )
     max_valence: float = Field(default=-0.25, ge=-1.0, le=1.0, description="valence at or below which it counts")
     standing_rule_salience: float = Field(
         default=0.15, ge=0.0, le=1.0,
         description=(
-            "a high-intensity negative memory whose salience decays below this stops competing for context "
-            "slots and becomes a standing tone rule, in force on every turn from then on"
+            "a toned memory whose salience decays below this stops competing for context slots: it becomes a "
+            "standing tone rule if it clears the standing bar, and otherwise simply decays out of force"
+        ),
+    )
+    standing_min_intensity: float = Field(
+        default=STANDING_BAR, ge=0.0, le=1.0,
+        description=(
+            "the standing bar: intensity at or above which a decayed toned memory of a standing register becomes "
+            "a standing rule, in force on every turn from then on (a loss stands at the tone bar; a standing bar "
+            "set below the tone bar counts as the tone bar). Chosen by "
+            "`feltsense eval tone-thresholds` (the lowest intensity at or above the tone bar above which at least "
+            "90% of ESConv valid sessions were rated 5 by the seeker, or the best share when none reaches 90%) with "
+            f"classifier {THRESHOLDS_CLASSIFIER}"
+        ),
+    )
+    loss_registers: tuple[Register, ...] = Field(
+        default=("grief",), max_length=len(REGISTERS),
+        description=(
+            "registers of a loss, an ending that cannot be undone: a decayed toned memory of one stands at the tone "
+            "bar. The classifier's intensity for a death sits mostly below the standing bar (ISEAR: three in four "
+            "of its grief readings between the two bars are sadness reports, most of them a death; 'My cat Pepper "
+            "died last night.' reads 0.80), and a year later the character must still not be cheerful about it"
+        ),
+    )
+    standing_registers: tuple[Register, ...] = Field(
+        default=("sadness", "shame"), max_length=len(REGISTERS),
+        description=(
+            "registers whose decayed memories stand only when they clear the standing bar: very intense sadness "
+            "or shame (the classifier gives sadness to some losses it does not call grief). Anxiety and anger "
+            "never stand (at the standing bar they are the most common misreadings on ESConv test): a worry is "
+            "about something ahead and a grievance about someone, and a year later both are settled or faded"
         ),
     )
     max_standing_rules: int = Field(
@@ -118,6 +171,27 @@ class WriteParams(_Params):
         ),
     )
     max_attempts: int = Field(default=5, ge=1, le=100, description="write-time attempts before a trace is left")
+    resolvable_registers: tuple[Register, ...] = Field(
+        default=("anxiety", "anger"), max_length=len(REGISTERS),
+        description=(
+            "registers a later memory can resolve (\"the scan came back clear\", \"she apologised\"): the earlier "
+            "memory stays recallable but its tone is no longer in force. Never grief: a year later the character is "
+            "still not cheerful about the dead dog (traces.resolution)"
+        ),
+    )
+    resolution_min_valence: float = Field(
+        default=0.0, ge=-1.0, le=1.0,
+        description="a resolving memory's own valence must be above this (\"she apologised but I'm still furious\" "
+                    "is anger, not resolution)",
+    )
+    resolution_min_similarity: float = Field(
+        default=0.7, ge=-1.0, le=1.0,
+        description=(
+            "cosine similarity at or above which a resolving memory and an earlier one without a shared anchor are "
+            "the same episode (conservative, for the default MiniLM embedder: on LoCoMo, 0.58-0.64 linked cheerful "
+            "chatter to unrelated thanks; a provider's embedder may need another value)"
+        ),
+    )
 
 
 class StrengthParams(_Params):

@@ -26,7 +26,7 @@ from engine.models import (
     Trace,
     TraceStatus,
 )
-from engine.recall import stage_two_params
+from engine.recall import stage_two_params, standing_bar
 from engine.tuning import TuningProfile
 from eval.transcripts import Probe, ProbeResult, RunReport, TranscriptRun
 from scoring.rerank import salience_for
@@ -382,6 +382,7 @@ def _role_at(memory_id: str, recall: RecallResult) -> str:
         roles.append("behind a tone constraint of this turn")
     if any(memory_id in c.source_memory_ids for c in recall.standing_rules):
         roles.append("behind a standing rule")
+    roles += [r.note for r in recall.resolutions if r.memory_id == memory_id]
     return ", ".join(roles) or "not recalled, no rule"
 
 
@@ -401,6 +402,11 @@ def _tone_verdict(trace: Trace, profile: TuningProfile, ages: F64, curve: F64, s
         return "carries a tone rule; stays above the standing-rule threshold over the whole timeline"
     age = float(ages[below[0]])
     when = _when(said + timedelta(days=age))
+    bar = standing_bar(profile, trace.register)
+    if trace.intensity < bar:
+        need = "never stands" if bar == float("inf") else f"stands from intensity {bar:g}"
+        return (f"carries a tone rule; decays out of force from about {_duration(age)} on ({when}): "
+                f"{trace.register} {need}")
     return f"carries a tone rule; below the standing-rule threshold from about {_duration(age)} on ({when})"
 
 
@@ -507,12 +513,17 @@ def _memory_card(memory: RecalledMemory, rank: int, scales: dict[str, float]) ->
 
 def _tone(recall: RecallResult) -> str:
     rows = [_constraint_row(c) for c in (*recall.tone_constraints, *recall.standing_rules)]
+    resolved = "".join(
+        f'<li><span class="tag">resolved</span> {_e(r.register)} memory <span class="mono">{_e(r.memory_id)}</span>: '
+        f"{_e(r.note)} ({_e(r.link)})</li>" for r in recall.resolutions
+    )
+    resolved = f'<p class="muted">Out of tone force, resolved:</p><ul>{resolved}</ul>' if resolved else ""
     if not rows:
-        return '<h4>Tone in force</h4><p class="muted">No tone constraint and no standing rule.</p>'
+        return f'<h4>Tone in force</h4><p class="muted">No tone constraint and no standing rule.</p>{resolved}'
     return (
         f"<h4>Tone in force: {len(recall.tone_constraints)} constraints, {len(recall.standing_rules)} standing rules"
         "</h4><table><tr><th>kind</th><th>register</th><th>anchors</th><th>intensity</th><th>valence</th>"
-        "<th>instruction</th></tr>" + "".join(rows) + "</table>"
+        "<th>instruction</th></tr>" + "".join(rows) + "</table>" + resolved
     )
 
 

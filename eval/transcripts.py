@@ -279,4 +279,7 @@ def format_result(result: ProbeResult) -> str:
     lines.append(f"    tone constraints in force ({len(in_force)}):")
     for constraint in in_force:
         lines.append(f"      - {_constraint_label(constraint)}: {_clip(constraint.instruction, 160)!r}")
+    if recall.resolutions:
+        lines.append(f"    resolved, out of tone force ({len(recall.resolutions)}):")
+        lines.extend(f"      - {r.register} {r.memory_id}: {r.note} ({r.link})" for r in recall.resolutions)
     return "\n".join(lines)

@@ -1,9 +1,15 @@
-"""The write-time prompt: one closed session's memories in, a register, valence, intensity, anchors and durable
-facts per memory out. Facts come back structured, (subject, relation, value) plus a sentence, on the relations of
-``traces.facts.RELATIONS``, so a model's facts fill the same slots as the extractor's and can supersede them.
+"""The write-time prompt: one closed session's memories in, a register, valence, intensity, anchors, durable
+facts and resolutions per memory out. Facts come back structured, (subject, relation, value) plus a sentence, on
+the relations of ``traces.facts.RELATIONS``, so a model's facts fill the same slots as the extractor's and can
+supersede them.
 
 A chat model reads the whole session at once, so it can do what a sentence classifier cannot: "Thanks. I just
 miss her so much." two turns after "My dog Luna died last week." is grief about Luna, not a neutral thank-you.
+
+It also says which memories settle an earlier worry or conflict ("the scan came back clear", "she apologised"):
+the kind of resolution, and which earlier memories of the same conversation it settles. The writer uses both:
+the kind marks the memory as a resolution (``traces.resolution``; the rule list still applies on top), and its
+links, with the rule pass's anchor and meaning links across sessions, say what it resolves.
 
 The response model is the contract with the model: its JSON schema is sent as the structured-output format, and
 the answer is validated against it. Ranges are enforced, never clamped: an out-of-range answer is a bad answer.
@@ -17,16 +23,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from engine.models import REGISTERS, ExtractedFact, Register
 from traces.facts import RELATIONS, Relation
+from traces.resolution import RESOLUTION_KINDS, ResolutionKind
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 """Bump when the wording, the schema or the scales change: it is written into every trace the prompt classifies."""
 
 MAX_ANCHORS = 12
 MAX_FACTS = 8
+MAX_RESOLVES = 20
 
 Anchor = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 Fact = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=300)]
@@ -46,6 +54,9 @@ class ModelClassification:
     anchors: tuple[str, ...]
     facts: tuple[str, ...]
     extracted: tuple[ExtractedFact, ...]
+    resolution: str = "none"
+    resolves: tuple[int, ...] = ()
+    """The numbers (from 1, in session order) of the earlier memories this one resolves."""
 
 
 # Docstrings and field descriptions go into the JSON schema the model is sent: they are written for the model.
@@ -87,6 +98,21 @@ with warnings.catch_warnings():
             max_length=MAX_FACTS,
             description="durable facts the memory states about the user and the people and animals in their life",
         )
+        resolution: ResolutionKind = Field(
+            description="whether the memory reports that an earlier worry, fear or conflict has been settled, and how"
+        )
+        resolves: tuple[Annotated[int, Field(ge=1)], ...] = Field(
+            max_length=MAX_RESOLVES,
+            description="the numbers of earlier memories of this conversation whose worry or conflict it settles",
+        )
+
+        @model_validator(mode="after")
+        def _consistent(self) -> MemoryClassification:
+            if self.resolves and self.resolution == "none":
+                raise ValueError("resolves names earlier memories but resolution is none")
+            if any(number >= self.index for number in self.resolves):
+                raise ValueError(f"memory {self.index} can only resolve earlier memories, not {list(self.resolves)}")
+            return self
 
         def classification(self) -> ModelClassification:
             """What the engine takes: the facts both as sentences and as structured facts."""
@@ -94,6 +120,7 @@ with warnings.catch_warnings():
                 register=self.register, valence=self.valence, intensity=self.intensity, anchors=self.anchors,
                 facts=tuple(dict.fromkeys(fact.sentence for fact in self.facts)),
                 extracted=tuple(fact.extracted() for fact in self.facts),
+                resolution=self.resolution, resolves=tuple(dict.fromkeys(self.resolves)),
             )
 
 
@@ -139,6 +166,18 @@ _REGISTER_MEANINGS: dict[str, str] = {
     "neutral": "small talk, logistics, plain information with no feeling to speak of",
 }
 
+_RESOLUTION_MEANINGS: dict[str, str] = {
+    "test_result": "a test, scan or result came back fine",
+    "false_alarm": "what they feared turned out to be a false alarm",
+    "apology": "someone they were upset with apologised",
+    "reconciliation": "they made up with someone after a conflict",
+    "good_outcome": "something they were worried about worked out after all (the job, the exam, the visa)",
+    "problem_solved": "a problem that worried or angered them is sorted",
+    "found_safe": "someone or a pet that was missing or in danger is safe",
+    "no_longer_worried": "they say they are no longer worried or angry about it",
+    "relief": "they express relief that a fear did not come true",
+}
+
 SYSTEM_PROMPT = f"""\
 You annotate the memories of a companion character. Each memory is one message a user wrote during one \
 conversation, listed in order. Read the whole conversation first: a short message takes its feeling and its \
@@ -169,10 +208,18 @@ user's dog is called Luna.").
 longer true ("I don't live in Paris anymore"), not questions, not passing moods, not what the character said. \
 Never give another person's fact the subject "user" ("my sister lives in Leeds" is about "user's sister"). At \
 most {MAX_FACTS}; an empty list when there are none.
+- resolution: whether this memory reports, as something that has happened, that a worry, fear or conflict the \
+user had before (in this conversation or an earlier one) is settled. Exactly one of:
+  - none: it does not (also for hopes, questions and what might still happen, and always for a loss: a death \
+is never settled by later news)
+{chr(10).join(f"  - {kind}: {_RESOLUTION_MEANINGS[kind]}" for kind in RESOLUTION_KINDS)}
+- resolves: the numbers of the earlier memories of this conversation whose worry or conflict this memory \
+settles ("The biopsy came back clear!" settles "I'm terrified about the biopsy"); an empty list when it \
+settles none of them, or when resolution is none.
 
 Answer with JSON only, no prose and no code fences: an object {{"memories": [...]}} holding exactly one item per \
-memory, each with the keys index, register, valence, intensity, anchors and facts, and each fact with the keys \
-subject, relation, value and sentence."""
+memory, each with the keys index, register, valence, intensity, anchors, facts, resolution and resolves, and \
+each fact with the keys subject, relation, value and sentence."""
 
 
 def session_classification_messages(memory_texts: Sequence[str]) -> list[ChatMessage]:

@@ -46,7 +46,8 @@ def stage_two_reference(
         scores.append(relevance[i] * weight * boost * strength[i] * scope_weight[i])
         toned = (is_emotional[i] and intensity[i] >= params.tone_min_intensity
                  and valence[i] <= params.tone_max_valence)
-        standing.append(toned and salience < params.standing_rule_salience)
+        standing.append(toned and salience < params.standing_rule_salience
+                        and intensity[i] >= params.standing_min_intensity)
     eligible = [i for i in range(len(scores)) if not standing[i]]
     order = sorted(eligible, key=lambda i: (-scores[i], i))[: params.limit]
     return order, scores

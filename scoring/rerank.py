@@ -10,8 +10,12 @@ score = relevance x salience_weight x anchor_boost x strength x scope_weight, wh
   anchor every memory shares (the user's own name, a friend named in every turn) tells the candidates nothing.
 
 A memory whose high-intensity negative feeling has decayed into a standing rule leaves the ranking (seed 004: it
-stops competing for context slots and the rule speaks for it). Every component is returned, so any ranking can
-be explained. Ties break by candidate position (stage one's order), so the result is fully deterministic.
+stops competing for context slots and the rule speaks for it). Only the rare moment that clears its standing bar (a
+loss at the tone bar, very intense sadness or shame at ``standing_min_intensity``: the engine passes each
+candidate's bar) becomes one; any other toned memory simply decays out
+of force, and a resolved one (a later memory settled it) is not toned at all: both rank as ordinary memories.
+Every component is returned, so any ranking can be explained. Ties break by candidate position (stage one's
+order), so the result is fully deterministic.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class StageTwoParams:
     tone_min_intensity: float
     tone_max_valence: float
     standing_rule_salience: float
+    standing_min_intensity: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +55,8 @@ class StageTwoResult:
     salience_weight: F64
     anchor_boost: F64
     half_life_days: F64
-    toned: NDArray[np.bool_]  # carries a tone rule (high-intensity negative emotional trace)
-    standing: NDArray[np.bool_]  # toned and decayed: a standing rule, left out of ``order``
+    toned: NDArray[np.bool_]  # carries a tone rule in force (intense, negative, not resolved, not decayed out)
+    standing: NDArray[np.bool_]  # toned, decayed and over the standing bar: a standing rule, left out of ``order``
 
 
 def salience_for(
@@ -96,8 +101,18 @@ def stage_two(
     strength: F64,
     scope_weight: F64,
     params: StageTwoParams,
+    *,
+    standing_bar: F64 | None = None,
+    resolved: NDArray[np.bool_] | None = None,
+    standing_intensity: F64 | None = None,
 ) -> StageTwoResult:
-    """Rank the candidates; ``anchor_matches`` is candidates x the message's anchors (see ``anchor_specificity``)."""
+    """Rank the candidates; ``anchor_matches`` is candidates x the message's anchors (see ``anchor_specificity``).
+
+    ``standing_bar`` is each candidate's standing bar (``params.standing_min_intensity`` for all when None; the
+    engine's depends on the register, and is infinite where a register never stands); ``resolved`` says which
+    were resolved by a later memory (none, when None); ``standing_intensity`` is what the bar is held against
+    (each memory's own intensity when None; recall passes its episode's most intense moment, since a rule stands
+    for a whole episode)."""
     salience, half_life = salience_for(intensity, age_days, is_emotional, params)
     ranking_salience = np.where(is_emotional, np.maximum(salience, params.factual_salience), salience)
     salience_weight = params.salience_base + (1.0 - params.salience_base) * ranking_salience
@@ -106,6 +121,8 @@ def stage_two(
     toned, standing = tone_masks(
         intensity, valence, salience, is_emotional, min_intensity=params.tone_min_intensity,
         max_valence=params.tone_max_valence, standing_rule_salience=params.standing_rule_salience,
+        standing_min_intensity=params.standing_min_intensity, standing_bar=standing_bar, resolved=resolved,
+        standing_intensity=standing_intensity,
     )
     # Standing rules stop competing for context slots. A stable sort on the negated score keeps stage one's
     # order among equal scores.
@@ -123,11 +140,24 @@ def tone_masks(
     min_intensity: float,
     max_valence: float,
     standing_rule_salience: float,
+    standing_min_intensity: float = 0.0,
+    standing_bar: F64 | None = None,
+    resolved: NDArray[np.bool_] | None = None,
+    standing_intensity: F64 | None = None,
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """Which memories carry a tone rule, and which of those have decayed into standing rules.
+    """Which memories carry a tone rule in force, and which of those have decayed into standing rules.
 
-    A high-intensity negative trace never decays to zero in effect: once its salience falls below the standing
-    threshold it stops competing for context slots and becomes a rule in force on every turn.
+    An intense negative trace (at or above ``min_intensity``, at or below ``max_valence``) carries a tone rule
+    while its salience stays at or above ``standing_rule_salience``. Once below, it becomes a standing rule, in
+    force on every turn, if it clears the standing bar (``standing_intensity``, its own intensity by default, at
+    or above its ``standing_bar``, ``standing_min_intensity`` by default); otherwise it decays out of force. A
+    ``resolved`` memory carries no rule at all.
     """
     toned = is_emotional & (intensity >= min_intensity) & (valence <= max_valence)
-    return toned, toned & (salience < standing_rule_salience)
+    if resolved is not None:
+        toned &= ~resolved
+    decayed = salience < standing_rule_salience
+    stands = ((intensity if standing_intensity is None else standing_intensity)
+              >= (standing_min_intensity if standing_bar is None else standing_bar))
+    standing = toned & decayed & stands
+    return toned & ~(decayed & ~standing), standing

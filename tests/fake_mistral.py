@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tests.fakes import KeywordClassifier
+from traces.resolution import resolution_kind
 
 Failure = Literal[
     "rate_limited",  # 429, with Retry-After when given
@@ -41,6 +42,8 @@ Failure = Literal[
     "out_of_range",  # chat: an intensity of 1.7 and a valence of -3
     "unknown_register",  # chat: a register outside the vocabulary
     "not_json",  # chat: prose instead of the JSON the schema asks for
+    "refusal",  # chat: the model declines ("I'm sorry, but I can't help with that."), finish_reason stop
+    "bad_resolution",  # chat: the last memory "resolves" a memory after itself (an index out of range)
 ]
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
@@ -77,7 +80,8 @@ def fake_classification(texts: list[str]) -> list[dict[str, Any]]:
     """The fake model's answer for one session's memories, in order (``index`` from 1, as the prompt numbers them).
 
     Like a model reading the whole session, a memory that names nobody but says "her" or "him" takes the
-    anchors of the memory before it.
+    anchors of the memory before it. A memory that reports a resolution ("the biopsy came back clear", by the
+    rule list) says so, and names the earlier anxious or angry memories of the session as the ones it settles.
     """
     keyword = KeywordClassifier().classify(texts, np.zeros((len(texts), 1), dtype=np.float32))
     items: list[dict[str, Any]] = []
@@ -94,8 +98,11 @@ def fake_classification(texts: list[str]) -> list[dict[str, Any]]:
                   "sentence": f"The user had a {kind} named {name}."} for kind, name in _PET.findall(text)]
         facts += [{"subject": "user", "relation": "lives_in", "value": place,
                    "sentence": f"The user lives in {place}."} for place in _HOME.findall(text)]
+        kind = resolution_kind(text) if found.valence > 0 else None
+        resolves = [item["index"] for item in items if item["register"] in ("anxiety", "anger")] if kind else []
         items.append({"index": index, "register": found.register, "valence": found.valence,
-                      "intensity": found.intensity, "anchors": anchors, "facts": facts})
+                      "intensity": found.intensity, "anchors": anchors, "facts": facts,
+                      "resolution": kind or "none", "resolves": resolves})
         previous_anchors = anchors or previous_anchors
     return items
 
@@ -268,8 +275,14 @@ class FakeMistral:
             items[0] = {**items[0], "intensity": 1.7, "valence": -3.0}
         elif failure == "unknown_register":
             items[0] = {**items[0], "register": "melancholy"}
-        content = ("Sure! Here is how each memory felt." if failure == "not_json"
-                   else json.dumps({"memories": items}))
+        elif failure == "bad_resolution":
+            items[-1] = {**items[-1], "resolution": "test_result", "resolves": [len(items) + 1]}
+        if failure == "not_json":
+            content = "Sure! Here is how each memory felt."
+        elif failure == "refusal":
+            content = "I'm sorry, but I can't help with that."
+        else:
+            content = json.dumps({"memories": items})
         return _ok({
             "id": f"cmpl-{next(self._ids)}", "object": "chat.completion", "model": self.chat_model,
             "created": int(time.time()),

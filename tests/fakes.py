@@ -31,6 +31,8 @@ class KeywordClassifier:
         (("sad", "not great", "lonely"), FakeClassification("sadness", -0.6, 0.6)),
         (("nervous", "worried", "anxious"), FakeClassification("anxiety", -0.5, 0.6)),
         (("furious", "angry"), FakeClassification("anger", -0.7, 0.7)),
+        (("relieved", "relief", "came back clear", "came back fine", "apologised"),
+         FakeClassification("joy", 0.7, 0.6)),
         (("love", "lovely", "amazing", "great news"), FakeClassification("joy", 0.8, 0.7)),
     )
 

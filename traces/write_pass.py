@@ -10,7 +10,9 @@ does the work ranking depends on (seed 004, "Memory quality is a writing problem
    that feeling (``WriteParams.episode_carry``), so "Thanks. I just miss her so much." is grief about Luna too,
    not a neutral thank-you;
 5. durable facts are extracted ("I moved to Lisbon" -> "The user lives in Lisbon.");
-6. each trace is typed emotional or factual (``WriteParams.emotional_min_intensity``), which picks its decay.
+6. each trace is typed emotional or factual (``WriteParams.emotional_min_intensity``), which picks its decay;
+7. a memory that reads as resolution ("the scan came back clear", ``traces.resolution``) gets its cue, and keeps
+   its own feeling: the episode it settles does not colour it (the writer then finds what it resolves).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from engine.tuning import WriteParams
 from traces.anchors import instruction_like, memory_anchors
 from traces.engagement import engagement
 from traces.facts import extract_facts
+from traces.resolution import reads_as_resolution
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 Embed = Callable[[Sequence[str]], NDArray[np.float32]]
@@ -72,16 +75,19 @@ def build_traces(
     written_at: datetime,
     attempts: int = 1,
     embed: Embed | None = None,
+    earlier: Sequence[str] = (),
 ) -> list[Trace]:
     """Complete traces for ``memories`` (one session's, in order). Raises whatever the classifier raises.
 
     ``embed`` (the engine's embedder) lets the pass classify sentence by sentence; without it, whole turns.
+    ``earlier`` are the same user's turns of earlier sessions that share words with this one: they confirm names
+    and make a thing said once there and once here an anchor (``traces.anchors.memory_anchors``).
     """
     if not memories:
         return []
     classified = classify_memories(memories, embeddings, classifier, embed if classifier.per_sentence else None)
     character = memories[0].character_id
-    extracted = memory_anchors([m.text for m in memories], exclude=[character])
+    extracted = memory_anchors([m.text for m in memories], exclude=[character], earlier=earlier)
     # Anchors a model found join the extracted ones (a model reads coreference and paraphrase better), through
     # the same filter: a model that read an injection must not turn "Ignore" or "System" into an anchor.
     anchors = [
@@ -95,10 +101,13 @@ def build_traces(
     registers: list[str] = [c.register for c in classified]
     valences = [float(c.valence) for c in classified]
     intensities = [float(c.intensity) for c in classified]
+    cues = [reads_as_resolution(m.text, float(c.valence), min_valence=params.resolution_min_valence,
+                                model_kind=getattr(c, "resolution", None))
+            for m, c in zip(memories, classified, strict=True)]
     for i in range(len(memories)):
         for j in range(len(memories)):
             carried = float(classified[j].intensity) * params.episode_carry
-            if i == j or carried <= intensities[i] or not set(anchors[i]) & set(anchors[j]):
+            if i == j or cues[i] or carried <= intensities[i] or not set(anchors[i]) & set(anchors[j]):
                 continue
             if classified[j].register == "neutral":
                 continue
@@ -126,6 +135,10 @@ def build_traces(
                 written_at=written_at,
                 classifier=classifier.name,
                 attempts=attempts,
+                resolution_cue=cues[i],
+                # Earlier memories of this session a model said this one resolves (the writer checks them).
+                resolves=tuple(memories[k - 1].memory_id for k in getattr(classified[i], "resolves", ())
+                               if 1 <= k <= i) if cues[i] else (),
             )
         )
     return traces

@@ -126,6 +126,25 @@ def test_everything_survives_a_restart(factory: StoreFactory, tmp_path: Path) ->
         second.close()
 
 
+def test_a_resolving_trace_round_trips_and_survives_a_restart(factory: StoreFactory, tmp_path: Path) -> None:
+    """``Trace.resolves`` and ``resolution_cue`` (written by the write-time pass beside a memory that settles an
+    earlier worry) come back from every backend as written, after a restart too."""
+    first = factory(tmp_path)
+    worry, news = _memory(1, "Worried about the biopsy"), _memory(2, "The biopsy came back clear!", session="s2")
+    _add(first, [worry, news])
+    trace = Trace(memory_id=news.memory_id, status=TraceStatus.COMPLETE, register="joy", valence=0.7,
+                  intensity=0.6, written_at=T0, resolution_cue="the result came back fine (rule)",
+                  resolves=(worry.memory_id,))
+    first.put_traces([trace])
+    assert first.get_traces([news.memory_id]) == {news.memory_id: trace}
+    first.close()
+    second = factory(tmp_path)
+    try:
+        assert second.get_traces([news.memory_id]) == {news.memory_id: trace}
+    finally:
+        second.close()
+
+
 def test_a_store_refuses_vectors_of_another_model(factory: StoreFactory, tmp_path: Path) -> None:
     factory(tmp_path, embedding_model="model-a", dimension=384).close()
     # "model.a" is another model even where a collection name would spell both the same way.

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from api.auth import KeyStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.models import REGISTERS, Register
 from engine.ports import Classifier, Embedder
 from engine.tuning import TuningProfile
 from engine.tuning_store import TuningStore
@@ -88,21 +89,38 @@ DEFAULT_SECTIONS = profile_sections(TuningProfile().model_dump(mode="json"))
 # -- item 1: a profile is finite and bounded; a bad stored row is never fatal ----------------------------------
 
 
-def _numeric_fields() -> Iterator[tuple[str, type[BaseModel], str]]:
-    """(dotted name, model, field) for every int or float field of the profile, its sections' included. A section
-    field of another type stops collection: decide whether it is a number before it is left unchecked."""
+REGISTER_SET = tuple[Register, ...]
+"""The one other kind of tuning field: a set of registers (``ToneParams.loss_registers``, ...), checked below."""
+
+
+def _numeric_fields(kind: object = (int, float)) -> Iterator[tuple[str, type[BaseModel], str]]:
+    """(dotted name, model, field) for every int or float field of the profile, its sections' included (or, with
+    ``kind=REGISTER_SET``, every register-set field). A section field of another type stops collection: decide
+    whether it is a number before it is left unchecked."""
+    numeric = kind == (int, float)
     for name, info in TuningProfile.model_fields.items():
-        if info.annotation in (int, float):
+        if numeric and info.annotation in (int, float):
             yield name, TuningProfile, name
         elif isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
             section = info.annotation
             for field_name, field in section.model_fields.items():
-                if field.annotation not in (int, float):
+                if field.annotation not in (int, float) and field.annotation != REGISTER_SET:
                     raise TypeError(f"{name}.{field_name} is a {field.annotation}: is it a number to bound?")
-                yield f"{name}.{field_name}", section, field_name
+                if (field.annotation in (int, float)) == numeric:
+                    yield f"{name}.{field_name}", section, field_name
 
 
 NUMERIC_FIELDS = list(_numeric_fields())
+REGISTER_FIELDS = list(_numeric_fields(REGISTER_SET))
+
+
+@pytest.mark.parametrize(("model", "field"), [(model, field) for _, model, field in REGISTER_FIELDS],
+                         ids=[name for name, _, _ in REGISTER_FIELDS])
+def test_every_register_set_refuses_an_unknown_register_and_is_bounded(model: type[BaseModel], field: str) -> None:
+    for value in (["grief", "melancholy"], list(REGISTERS) * 2, "grief"):
+        with pytest.raises(ValidationError):
+            model.model_validate({field: value})
+    model.model_validate({field: getattr(model(), field)})
 
 
 @pytest.mark.parametrize(("model", "field"), [(model, field) for _, model, field in NUMERIC_FIELDS],

@@ -18,7 +18,7 @@ from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.mistral import MistralClassifier, MistralEmbedder
 from engine.errors import BackendRejected, BackendUnavailable, ConfigurationError
 from engine.factory import build_classifier, build_embedder
-from engine.models import RecallQuery, RecallResult, TraceStatus, Turn
+from engine.models import Partition, RecallQuery, RecallResult, TraceStatus, Turn
 from engine.service import Engine
 from engine.settings import MistralSettings, Settings
 from prompts.write_time import PROMPT_VERSION, SessionClassification
@@ -148,6 +148,19 @@ def test_a_session_is_classified_in_one_structured_chat_call(
     assert [r.register for r in results] == ["grief", "sadness", "grief"]
     assert results[0].facts == ("The user had a dog named Luna.",)
     assert results[2].anchors == ("Luna", "the park")  # "miss her": the model read the session
+    assert {r.resolution for r in results} == {"none"} and all(r.resolves == () for r in results)
+    memory_schema = schema_format["json_schema"]["schema"]["$defs"]["MemoryClassification"]
+    assert {"resolution", "resolves"} <= set(memory_schema["required"])
+
+
+def test_a_model_answer_that_resolves_nothing_it_could_is_refused() -> None:
+    item = {"register": "joy", "valence": 0.5, "intensity": 0.5, "anchors": [], "facts": []}
+    with pytest.raises(ValueError, match="resolution is none"):
+        SessionClassification.model_validate(
+            {"memories": [{**item, "index": 2, "resolution": "none", "resolves": [1]}]})
+    with pytest.raises(ValueError, match="only resolve earlier"):
+        SessionClassification.model_validate(
+            {"memories": [{**item, "index": 2, "resolution": "apology", "resolves": [2]}]})
 
 
 # -- retries and backoff ----------------------------------------------------------------------------------------
@@ -269,6 +282,8 @@ def test_unusable_embeddings_are_rejected(
     ("unknown_register", "register: Input should be 'grief'"),
     ("wrong_count", r"missing \[3\]"),
     ("not_json", "Invalid JSON"),
+    ("refusal", "Invalid JSON"),
+    ("bad_resolution", "memory 3 can only resolve earlier memories"),
 ])
 def test_an_invalid_classification_is_rejected_not_clamped(
     fake: FakeMistral, make_classifier: Callable[..., MistralClassifier], failure: Any, message: str
@@ -280,7 +295,8 @@ def test_an_invalid_classification_is_rejected_not_clamped(
 
 
 def test_each_memory_must_be_answered_exactly_once() -> None:
-    item = {"register": "joy", "valence": 0.5, "intensity": 0.5, "anchors": [], "facts": []}
+    item = {"register": "joy", "valence": 0.5, "intensity": 0.5, "anchors": [], "facts": [], "resolution": "none",
+            "resolves": []}
     twice = SessionClassification.model_validate({"memories": [{**item, "index": 1}, {**item, "index": 1}]})
     with pytest.raises(ValueError, match="memory 1 was classified twice"):
         twice.in_order(2)
@@ -338,6 +354,78 @@ def test_closing_a_session_writes_the_models_register_anchors_and_facts(
     # sentence is the server's, as for every fact from the user's words.
     facts = {f.text: s.status for f, s in engine.list_facts("user", memories[0].character_id, memories[0].user_id)}
     assert facts.get('The user\'s dog is called "Luna".') == "active"
+    engine.close()
+
+
+WORRY = [("user", "I'm so worried about the biopsy, I can't sleep."), ("character", "That's a lot to carry."),
+         ("user", "Nervous about the biopsy results, honestly.")]
+NEWS = [("user", "The biopsy came back clear, such a relief!"), ("character", "Wonderful news!")]
+
+
+def session_turns(session: str, lines: list[tuple[str, str]], *, days: float) -> list[Turn]:
+    start = T0 + timedelta(days=days)
+    return [Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id="u1", role=role,  # type: ignore[arg-type]
+                 text=text, timestamp=start + timedelta(seconds=30 * i)) for i, (role, text) in enumerate(lines)]
+
+
+def test_the_models_resolutions_reach_the_trace_and_the_ledger(
+    tmp_path: Path, fake: FakeMistral, make_classifier: Callable[..., MistralClassifier]
+) -> None:
+    """Worry and good news in one session: the model names the memories it settles. A later session's news
+    settles an earlier session's worry by the writer's rule pass (the model only sees its own session)."""
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    engine = Engine(store=store, embedder=embedder, classifier=make_classifier())
+    partition = Partition(character_id="ava", user_id="u1")
+    engine.ingest(session_turns("s1", [*WORRY, *NEWS], days=0))
+    engine.close_session("s1", closed_at=T0 + timedelta(minutes=5))
+    first, second, news = store.session_memories("s1")
+    trace = store.get_traces([news.memory_id])[news.memory_id]
+    assert trace.classifier == f"mistral:{fake.chat_model}@{PROMPT_VERSION}"
+    assert (trace.register, trace.resolution_cue) == ("joy", "the result came back fine (model)")
+    assert set(trace.resolves) == {first.memory_id, second.memory_id}
+    assert {(r.memory_id, r.link) for r in engine.resolutions(partition)} == {
+        (first.memory_id, "named by the model"), (second.memory_id, "named by the model")}
+
+    engine.ingest(session_turns("s2", WORRY, days=10))
+    engine.close_session("s2", closed_at=T0 + timedelta(days=10, minutes=5))
+    engine.ingest(session_turns("s3", NEWS, days=20))
+    engine.close_session("s3", closed_at=T0 + timedelta(days=20, minutes=5))
+    later = {m.memory_id for m in store.session_memories("s2")}
+    by_s3 = {r.memory_id: r.link for r in engine.resolutions(partition)
+             if r.resolved_by == store.session_memories("s3")[0].memory_id}
+    assert set(by_s3) == later and set(by_s3.values()) <= {"shared anchor", "same episode (shared anchor)"}
+    result = engine.recall(RecallQuery(character_id="ava", user_id="u1", message="The biopsy follow-up is soon.",
+                                       session_id="later", at=T0 + timedelta(days=25)))
+    assert "anxiety" not in {c.register for c in result.tone_in_force}
+    engine.close()
+
+
+@pytest.mark.parametrize("failure", ["refusal", "malformed", "not_json", "out_of_range", "unknown_register",
+                                     "wrong_count", "bad_resolution"])
+def test_an_unusable_answer_leaves_traces_pending_and_a_retry_completes_them(
+    tmp_path: Path, fake: FakeMistral, make_classifier: Callable[..., MistralClassifier], failure: Any
+) -> None:
+    """A refusal, a body that is not JSON, values out of range: nothing is clamped and nothing is lost."""
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    engine = Engine(store=store, embedder=embedder, classifier=make_classifier())
+    engine.ingest(session_turns("s1", [*WORRY, *NEWS], days=0))
+    fake.fail_next(failure)
+
+    report = engine.close_session("s1", closed_at=T0 + timedelta(minutes=5))
+    assert (report.traces_written, report.traces_pending) == (0, 3)
+    ids = [m.memory_id for m in store.session_memories("s1")]
+    assert len(ids) == 3 and len(store.get_turns("s1")) == 5  # every memory and turn is kept
+    pending = store.get_traces(ids)
+    assert all(t.status is TraceStatus.PENDING and t.attempts == 1 and "BackendRejected" in t.last_error
+               for t in pending.values())
+    assert engine.resolutions(Partition(character_id="ava", user_id="u1")) == []
+
+    assert engine.retry_pending() == 3
+    done = store.get_traces(ids)
+    assert {t.status for t in done.values()} == {TraceStatus.COMPLETE} and {t.attempts for t in done.values()} == {2}
+    assert done[ids[2]].resolution_cue and len(engine.resolutions(Partition(character_id="ava", user_id="u1"))) == 2
     engine.close()
 
 

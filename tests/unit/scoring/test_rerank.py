@@ -139,3 +139,31 @@ def test_intense_negative_memories_turn_into_standing_rules_once_decayed() -> No
                                  max_valence=-0.25, standing_rule_salience=0.15)
     assert toned.tolist() == [True, True, False, False]
     assert standing.tolist() == [False, True, False, False]
+
+
+def test_only_a_memory_over_its_standing_bar_stands_and_the_rest_decays_out_of_force() -> None:
+    """Decayed: a loss (bar 0.56) stands, trivia sadness at 0.73 (bar 0.84) and anger (never) decay out."""
+    intensity, valence = np.array([0.8, 0.73, 0.9, 0.9]), np.full(4, -0.8)
+    salience = np.full(4, 0.05)
+    toned, standing = tone_masks(intensity, valence, salience, np.ones(4, bool), min_intensity=0.56,
+                                 max_valence=-0.25, standing_rule_salience=0.15,
+                                 standing_bar=np.array([0.56, 0.84, np.inf, 0.84]))
+    assert standing.tolist() == [True, False, False, True]
+    assert toned.tolist() == [True, False, False, True]  # decayed below the bar: no tone rule at all
+    # Held against the episode's most intense moment, a quieter member stands with it.
+    _, with_episode = tone_masks(intensity, valence, salience, np.ones(4, bool), min_intensity=0.56,
+                                 max_valence=-0.25, standing_rule_salience=0.15,
+                                 standing_bar=np.array([0.56, 0.84, np.inf, 0.84]),
+                                 standing_intensity=np.array([0.8, 0.9, 0.9, 0.9]))
+    assert with_episode.tolist() == [True, True, False, True]
+
+
+def test_a_resolved_memory_carries_no_rule_and_ranks_as_a_memory() -> None:
+    args = (np.array([0.9, 0.2]), np.array([0.9, 0.1]), np.array([-0.9, 0.0]), np.array([400.0, 1.0]),
+            np.array([True, False]), np.zeros(2, bool), np.ones(2), np.ones(2), PARAMS)
+    resolved = stage_two(*args, resolved=np.array([True, False]))
+    assert resolved.standing.tolist() == [False, False] and resolved.toned.tolist() == [False, False]
+    assert resolved.order.tolist() == [0, 1]
+    fresh = stage_two(np.array([0.9]), np.array([0.9]), np.array([-0.9]), np.array([1.0]), np.array([True]),
+                      np.zeros(1, bool), np.ones(1), np.ones(1), PARAMS, resolved=np.array([True]))
+    assert fresh.toned.tolist() == [False]
