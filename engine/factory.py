@@ -38,6 +38,10 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def build_classifier(settings: Settings) -> Classifier:
     if settings.classifier == "local":
+        from traces.session_classifier import SessionClassifier
+
+        return SessionClassifier.load()
+    if settings.classifier == "local-v1":
         from traces.classifier import LocalClassifier
 
         return LocalClassifier.load()

@@ -48,7 +48,13 @@ class Settings(BaseSettings):
     embedder: Literal["local", "mistral", "hashing"] = Field(
         default="local", description="local: the offline MiniLM ONNX model; mistral: mistral-embed; hashing: tests"
     )
-    classifier: Literal["local", "mistral"] = "local"
+    classifier: Literal["local", "local-v1", "mistral"] = Field(
+        default="local",
+        description=(
+            "local: the offline session classifier (v2, reads each turn in its session); local-v1: the previous "
+            "sentence classifier, kept so older traces can be reproduced; mistral: one structured call per session"
+        ),
+    )
     weaviate: WeaviateSettings = WeaviateSettings()
     mistral: MistralSettings = MistralSettings()
     mistral_api_key: SecretStr | None = Field(

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.models import REGISTERS, Register
+from engine.models import Register
 
 
 class _Params(BaseModel):
@@ -133,7 +133,7 @@ class ToneParams(_Params):
         ),
     )
     loss_registers: tuple[Register, ...] = Field(
-        default=("grief",), max_length=len(REGISTERS),
+        default=("grief",),
         description=(
             "registers of a loss, an ending that cannot be undone: a decayed toned memory of one stands at the tone "
             "bar. The classifier's intensity for a death sits mostly below the standing bar (ISEAR: three in four "
@@ -142,7 +142,7 @@ class ToneParams(_Params):
         ),
     )
     standing_registers: tuple[Register, ...] = Field(
-        default=("sadness", "shame"), max_length=len(REGISTERS),
+        default=("sadness", "shame"),
         description=(
             "registers whose decayed memories stand only when they clear the standing bar: very intense sadness "
             "or shame (the classifier gives sadness to some losses it does not call grief). Anxiety and anger "
@@ -154,6 +154,15 @@ class ToneParams(_Params):
         default=8, ge=0, le=100,
         description="most standing rules in one system message; the most intense episodes (then newest) win",
     )
+
+    @field_validator("loss_registers", "standing_registers")
+    @classmethod
+    def _each_register_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Bounded by uniqueness (at most one of each register), not by maxItems: Litestar renders a length bound
+        # on a variadic tuple as a second, empty item schema, which no response can satisfy.
+        if len(set(value)) != len(value):
+            raise ValueError("each register at most once")
+        return value
 
 
 class WriteParams(_Params):
@@ -172,13 +181,20 @@ class WriteParams(_Params):
     )
     max_attempts: int = Field(default=5, ge=1, le=100, description="write-time attempts before a trace is left")
     resolvable_registers: tuple[Register, ...] = Field(
-        default=("anxiety", "anger"), max_length=len(REGISTERS),
+        default=("anxiety", "anger"),
         description=(
             "registers a later memory can resolve (\"the scan came back clear\", \"she apologised\"): the earlier "
             "memory stays recallable but its tone is no longer in force. Never grief: a year later the character is "
             "still not cheerful about the dead dog (traces.resolution)"
         ),
     )
+    @field_validator("resolvable_registers")
+    @classmethod
+    def _each_register_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):  # bounded by uniqueness: see ToneParams
+            raise ValueError("each register at most once")
+        return value
+
     resolution_min_valence: float = Field(
         default=0.0, ge=-1.0, le=1.0,
         description="a resolving memory's own valence must be above this (\"she apologised but I'm still furious\" "

@@ -350,3 +350,47 @@ def print_result(name: str, result: dict[str, Any], *, as_json: bool) -> None:
         print(f"  {key:<{width}}  {value}")
     if as_json:
         print(json.dumps(result))
+
+
+CLASSIFIER_SESSION = (
+    "Hey, long week.",
+    "Marco took his things this morning. It's over.",
+    "I don't really know what to do with the flat now.",
+    "My sister Ana came over with pizza, which helped.",
+    "She showed me a video of her cat falling off the sofa, I'm dead 😂",
+    "Work is fine I guess, the new project at Kestrel Media starts Monday.",
+    "my phone finally died too, RIP",
+    "I keep thinking about the trip we'd planned to Lisbon.",
+    "Sorry, I'm rambling.",
+    "Thanks for listening, honestly.",
+)
+
+
+def bench_classifier(*, iterations: int = 50) -> dict[str, Any]:
+    """The write-time classification of one 20-turn session (sentence readings included, as the write pass does
+    them, embeddings precomputed), for the shipped session classifier (v2) beside v1 in the same run."""
+    from engine.adapters.onnx_embedder import OnnxEmbedder
+    from traces.classifier import LocalClassifier
+    from traces.session_classifier import SessionClassifier
+    from traces.write_pass import sentences
+
+    turns = [f"{text}" for text in (CLASSIFIER_SESSION * 2)]
+    embedder = OnnxEmbedder()
+    vectors = embedder.embed(turns)
+    parts = [s for t in turns for s in sentences(t)]
+    part_vectors = embedder.embed(parts)
+    v1_path = Path(__file__).parent / "baselines" / "classifier_v1.npz"
+    classifiers: dict[str, Classifier] = {"v2": SessionClassifier.load(),
+                                          "v1": LocalClassifier.load(v1_path if v1_path.is_file() else None)}
+    result: dict[str, Any] = {"turns": len(turns), "sentences": len(parts), "iterations": iterations}
+    for name, classifier in classifiers.items():
+        def run(c: Classifier = classifier) -> None:
+            c.classify(turns, vectors)
+            c.classify(parts, part_vectors)
+
+        run()
+        median, p99 = _percentiles(_time_us(run, iterations))
+        result[name] = {"median_ms": round(median / 1000, 2), "p99_ms": round(p99 / 1000, 2),
+                        "name": classifier.name}
+    result["ratio_v2_over_v1"] = round(result["v2"]["median_ms"] / max(result["v1"]["median_ms"], 1e-9), 2)
+    return result

@@ -9,6 +9,10 @@ handler, so ``feltsense --help`` and argument errors stay instant.
                     [--dev]                       ... with a development key, made once (DATA_DIR/dev-key)
     feltsense worker [--burst]                    run the arq worker (write-time jobs; needs FELTSENSE_REDIS_URL)
     feltsense eval run PATH... [--json FILE]     replay tester transcripts (../shared/transcripts/FORMAT.md)
+    feltsense eval facts [--data PATH]           fact extraction on LoCoMo: v1 and v2 recall, sample precision
+    feltsense eval anchors [--data PATH]         anchor extraction on labelled user turns: v1 and v2 P/R/F1
+    feltsense eval standing-rules [--data PATH]  the standing tone rules at the end of each LoCoMo conversation
+    feltsense eval tone-thresholds [--data PATH] choose the tone and standing bars on ESConv valid, score on test
     feltsense bench scorer [--json]              stage two, 40 -> 6, against a plain-Python reference
     feltsense bench recall --memories N [--json] recall latency at N memories in one partition
     feltsense bench serve [--url U] [--json]     the HTTP service on loopback under concurrent recalls
@@ -209,6 +213,11 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     recall.add_argument("--json", action="store_true", help="end with one JSON object per size, the last line last")
     recall.set_defaults(handler=handle_bench_recall)
     _add_bench_serve(bench_commands)
+    classifier = bench_commands.add_parser(
+        "classifier", help="write-time classification of a 20-turn session: the session classifier beside v1")
+    classifier.add_argument("--iterations", type=int, default=50)
+    classifier.add_argument("--json", action="store_true", help="end with one JSON object on the last line")
+    classifier.set_defaults(handler=handle_bench_classifier)
 
 
 def _add_bench_serve(bench_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -239,6 +248,13 @@ def _add_bench_serve(bench_commands: argparse._SubParsersAction[argparse.Argumen
     serve.add_argument("--key", help="the API key for --url (a self-started service's development key is found)")
     serve.add_argument("--json", action="store_true", help="end with one JSON object on the last line")
     serve.set_defaults(handler=handle_bench_serve)
+
+
+def handle_bench_classifier(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.bench import bench_classifier, print_result
+
+    print_result("classifier", bench_classifier(iterations=args.iterations), as_json=args.json)
+    return 0
 
 
 def handle_bench_scorer(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -331,35 +347,186 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     run.set_defaults(handler=handle_eval_run)
     _add_locomo(eval_commands)
+    _add_standing_rules(eval_commands)
+    _add_tone_thresholds(eval_commands)
     _add_classifier_eval(eval_commands)
+    _add_facts_eval(eval_commands)
+    _add_anchors_eval(eval_commands)
 
 
 def _add_classifier_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     classifier = eval_commands.add_parser(
-        "classifier", help="the offline classifier's held-out scores beside VADER",
+        "classifier", help="the write-time classifiers (default, v1, VADER) on every emotion evaluation set",
         description=(
-            "Score the shipped offline classifier on GoEmotions' and EmoBank's test splits, with VADER as the "
-            "lexicon baseline in the same run. Exit status 2 when the data is missing."
+            "Score the engine's default classifier, the frozen v1 and VADER in one run on every emotion-labelled "
+            "set in the data folder (register macro-F1, valence and intensity Pearson r where a set has them); "
+            "each classifier is called once per session, as at write time. Sets (eval/emotion_sets.py): "
+            "goemotions, emobank, grief-check, xed, emorynlp, meld, dailydialog, emocontext, esconv, "
+            "empatheticdialogues, isear, crowdflower. Exit status 2 when the data is missing."
         ),
     )
     classifier.add_argument("--data", type=Path, default=Path("../shared/data"), metavar="PATH",
-                            help="the folder holding goemotions/ and emobank/")
+                            help="the folder holding goemotions/, emobank/, esconv/, ...")
     classifier.add_argument("--cache", type=Path, default=Path(".cache/classifier"), metavar="DIR",
                             help="embedding cache (shared with training)")
+    classifier.add_argument("--sets", metavar="A,B,C", help="only these sets (default: every set the data holds)")
+    classifier.add_argument("--limit", type=int, metavar="N",
+                            help="at most N sessions per set, a fixed-seed sample (for a quick run)")
     classifier.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write JSON")
     classifier.set_defaults(handler=handle_eval_classifier)
 
 
 def handle_eval_classifier(args: argparse.Namespace, runtime: Runtime) -> int:
-    if not (args.data / "goemotions").is_dir() or not (args.data / "emobank").is_dir():
-        print(f"feltsense eval classifier: {args.data} does not hold goemotions/ and emobank/", file=runtime.stderr)
-        return EXIT_INVALID
-    from eval.classifier_eval import evaluate_shipped, render
+    from eval.emotion_sets import SETS, EmotionDataError, missing_sets
 
-    report = evaluate_shipped(args.data, args.cache)
+    def fail(message: str) -> int:
+        print(f"feltsense eval classifier: {message}", file=runtime.stderr)
+        return EXIT_INVALID
+
+    if args.limit is not None and args.limit < 1:
+        return fail("--limit must be at least 1")
+    if args.sets is not None:
+        names = [name.strip() for name in args.sets.split(",") if name.strip()]
+        unknown = [name for name in names if name not in SETS]
+        if unknown or not names:
+            return fail(f"unknown set(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(SETS)}")
+        missing = missing_sets(names, args.data)
+        if missing:
+            return fail(f"{args.data} does not hold {', '.join(f'{m}/' for m in missing)}")
+    else:
+        absent = set(missing_sets(SETS, args.data))
+        if absent >= {name for name, spec in SETS.items() if spec.folder is not None}:
+            return fail(f"{args.data} does not hold any evaluation set ({', '.join(f'{m}/' for m in sorted(absent))})")
+        if absent:
+            print(f"feltsense eval classifier: {args.data} does not hold {', '.join(sorted(absent))}; "
+                  "scoring the other sets", file=runtime.stderr)
+        names = [name for name in SETS if name not in absent]
+
+    from eval.classifier_eval import evaluate_sets, log, render, shipped_classifiers
+
+    try:
+        log("loading the classifiers...")
+        report = evaluate_sets(shipped_classifiers(), names, data_dir=args.data, cache_dir=args.cache,
+                               limit=args.limit, progress=log)
+    except EmotionDataError as exc:
+        return fail(str(exc))
+    except Exception:
+        traceback.print_exc(file=runtime.stderr)
+        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
+        return EXIT_ERROR
+    print(render(report), file=runtime.stdout)
+    if args.sets is None:
+        from eval.classifier_eval import check_set_scores, render_check
+
+        report["handwritten_check"] = check_set_scores(shipped_classifiers(), args.cache)
+        print("\n" + render_check(report["handwritten_check"]), file=runtime.stdout)
+    if args.json_path is not None:
+        try:
+            args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
+            return EXIT_ERROR
+    return EXIT_OK
+
+
+def _add_facts_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from eval.facts_eval import DEFAULT_SAMPLE, SAMPLE_SEED
+
+    facts = eval_commands.add_parser(
+        "facts", help="the fact extractor on LoCoMo: v1 and v2 recall of its observations, sample precision",
+        description=(
+            "Run the frozen v1 fact extractor and the current one over every LoCoMo turn and report, for each, "
+            "recall of LoCoMo's own observations (all, and those of the kinds facts are for) on conversations 0-4 "
+            "(tuned on) and 5-9 (held out), and precision on the hand-checked sample. Exit status 2 when the data "
+            "is missing."
+        ),
+    )
+    facts.add_argument("--data", type=Path, default=Path("../shared/data/locomo"), metavar="PATH",
+                       help="the LoCoMo folder or its locomo10.json")
+    facts.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, metavar="FILE",
+                       help="the hand-checked precision sample (JSON lines)")
+    facts.add_argument("--draw-sample", type=int, nargs=2, metavar=("V1", "V2"),
+                       help=f"draw this many facts of v1's and of v2's (seed {SAMPLE_SEED}) into --sample for "
+                            "judging by hand, keeping the judgements already there; then report")
+    facts.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write JSON")
+    facts.set_defaults(handler=handle_eval_facts)
+
+
+def handle_eval_facts(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.facts_eval import (
+        EXTRACTORS,
+        FactsDataError,
+        draw_sample,
+        evaluate,
+        extractions,
+        load,
+        read_sample,
+        render,
+        write_sample,
+    )
+
+    try:
+        if args.draw_sample is not None:
+            conversations = load(args.data)
+            found = {name: extractions(conversations, extract) for name, extract in EXTRACTORS.items()}
+            sizes = dict(zip(EXTRACTORS, args.draw_sample, strict=True))
+            write_sample(draw_sample(found, sizes, read_sample(args.sample)), args.sample)
+        report = evaluate(args.data, args.sample)
+    except FactsDataError as exc:
+        print(f"feltsense eval facts: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
     print(render(report), file=runtime.stdout)
     if args.json_path is not None:
-        args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        try:
+            args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
+            return EXIT_ERROR
+    return EXIT_OK
+
+
+def _add_anchors_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    anchors = eval_commands.add_parser(
+        "anchors", help="anchor extraction on hand-labelled user turns: precision, recall, F1 of v2 beside v1",
+        description=(
+            "Score the shipped anchor extractor (traces.anchors, v2) and the frozen v1 in one run on the "
+            "hand-labelled user turns of eval/data/anchors_labelled.jsonl (see anchors_labelled.md): micro "
+            "precision, recall and F1 over anchors, matched whole and case-insensitively, on the dev lines (tuned "
+            "on) and the test lines (scored only). The turns are read from the evaluation sets in the data folder. "
+            "Exit status 2 when the data or the labelled file is missing."
+        ),
+    )
+    anchors.add_argument("--data", type=Path, default=Path("../shared/data"), metavar="PATH",
+                         help="the folder holding esconv/, empatheticdialogues/, dailydialog/ and locomo/")
+    anchors.add_argument("--labelled", type=Path, metavar="FILE",
+                         help="the labelled turns (default: eval/data/anchors_labelled.jsonl)")
+    anchors.add_argument("--show", choices=["dev", "test"],
+                         help="also list each extractor's errors on that split, with the turns")
+    anchors.add_argument("--json", type=Path, metavar="FILE", dest="json_path",
+                         help="also write the figures and errors as JSON (without the turns' text)")
+    anchors.set_defaults(handler=handle_eval_anchors)
+
+
+def handle_eval_anchors(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.anchors_eval import LABELLED, LabelledDataError, evaluate, render
+
+    labelled = args.labelled if args.labelled is not None else LABELLED
+    if not labelled.is_file():
+        print(f"feltsense eval anchors: no labelled file at {labelled}", file=runtime.stderr)
+        return EXIT_INVALID
+    try:
+        report = evaluate(labelled, args.data)
+    except LabelledDataError as exc:
+        print(f"feltsense eval anchors: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
+    print(render(report, show=args.show), file=runtime.stdout)
+    if args.json_path is not None:
+        try:
+            args.json_path.write_text(json.dumps({k: v for k, v in report.items() if k != "texts"}, indent=2)
+                                      + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
+            return EXIT_ERROR
     return EXIT_OK
 
 
@@ -400,6 +567,96 @@ def handle_eval_locomo(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.json_path is not None:
         try:
             args.json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
+            return EXIT_ERROR
+    return EXIT_OK
+
+
+def _add_standing_rules(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    standing = eval_commands.add_parser(
+        "standing-rules", help="the standing tone rules in force at the end of each LoCoMo conversation",
+        description=(
+            "Ingest each LoCoMo conversation into a fresh engine with the default profile and list, per "
+            "conversation, the standing tone rules in force a day after its last turn (count, register, intensity, "
+            "anchors, the leading memory's words) and the resolutions the write-time pass recorded. Exit status 2 "
+            "when the data is missing."
+        ),
+    )
+    standing.add_argument("--data", type=Path, default=Path("../shared/data/locomo"), metavar="PATH",
+                          help="the LoCoMo folder (locomo10.json, audit/errors.json) or its locomo10.json")
+    standing.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write JSON")
+    standing.add_argument("--limit-conversations", type=int, metavar="N", help="only the first N conversations")
+    standing.set_defaults(handler=handle_eval_standing_rules)
+
+
+def handle_eval_standing_rules(args: argparse.Namespace, runtime: Runtime) -> int:
+    from eval.locomo import LocomoDataError
+    from eval.standing_rules import measure
+
+    if not args.data.exists():
+        print(f"feltsense eval standing-rules: no LoCoMo data at {args.data}", file=runtime.stderr)
+        return EXIT_INVALID
+    if args.limit_conversations is not None and args.limit_conversations < 1:
+        print("feltsense eval standing-rules: --limit-conversations must be at least 1", file=runtime.stderr)
+        return EXIT_INVALID
+    try:
+        result = measure(args.data, limit=args.limit_conversations, out=runtime.stdout, err=runtime.stderr)
+    except LocomoDataError as exc:
+        print(f"feltsense eval standing-rules: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
+    except Exception:
+        traceback.print_exc(file=runtime.stderr)
+        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
+        return EXIT_ERROR
+    if args.json_path is not None:
+        try:
+            args.json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
+            return EXIT_ERROR
+    return EXIT_OK
+
+
+def _add_tone_thresholds(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    thresholds = eval_commands.add_parser(
+        "tone-thresholds", help="choose the tone bar and the standing bar on ESConv valid; score on test and ISEAR",
+        description=(
+            "Run the shipped classifier over ESConv (the seeker's turns of each session, in one call) and ISEAR, "
+            "choose ToneParams.min_intensity (Youden's J, intense 4-5 vs 1-3) and ToneParams.standing_min_intensity "
+            "(>= 90%% of sessions above it rated 5) on ESConv valid, and print them with their scores on ESConv test "
+            "and ISEAR. The classifier is the one the default settings build (FELTSENSE_CLASSIFIER=local-v1 scores "
+            "the previous one). Evaluation data only: nothing but these two numbers is chosen on it. Exit status 2 "
+            "when the data is missing."
+        ),
+    )
+    thresholds.add_argument("--data", type=Path, default=Path("../shared/data"), metavar="PATH",
+                            help="the folder holding esconv/ and isear/")
+    thresholds.add_argument("--cache", type=Path, default=Path(".cache/classifier"), metavar="DIR",
+                            help="embedding cache (shared with training and eval classifier)")
+    thresholds.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write JSON")
+    thresholds.set_defaults(handler=handle_eval_tone_thresholds)
+
+
+def handle_eval_tone_thresholds(args: argparse.Namespace, runtime: Runtime) -> int:
+    needed = [args.data / "esconv" / f"{split}.jsonl" for split in ("valid", "test")] + [args.data / "isear" /
+                                                                                        "isear.csv"]
+    missing = [str(path) for path in needed if not path.is_file()]
+    if missing:
+        print(f"feltsense eval tone-thresholds: missing {', '.join(missing)}", file=runtime.stderr)
+        return EXIT_INVALID
+    from eval.tone_thresholds import evaluate, render
+
+    try:
+        report = evaluate(args.data, args.cache)
+    except Exception:
+        traceback.print_exc(file=runtime.stderr)
+        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
+        return EXIT_ERROR
+    print(render(report), file=runtime.stdout)
+    if args.json_path is not None:
+        try:
+            args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
             return EXIT_ERROR

@@ -37,9 +37,14 @@ def fake_mistral() -> Iterator[FakeMistral]:
         yield fake
 
 
-@pytest.fixture(params=[pytest.param("local", marks=pytest.mark.slow), "keyword", "mistral"])
+@pytest.fixture(params=[pytest.param("local", marks=pytest.mark.slow), pytest.param("local-v1", marks=pytest.mark.slow),
+                        "keyword", "mistral"])
 def case(request: pytest.FixtureRequest) -> Iterator[Case]:
     if request.param == "local":
+        from traces.session_classifier import SessionClassifier
+
+        yield Case(SessionClassifier.load(), request.getfixturevalue("onnx_embedder").embed)
+    elif request.param == "local-v1":
         from traces.classifier import LocalClassifier
 
         yield Case(LocalClassifier.load(), request.getfixturevalue("onnx_embedder").embed)

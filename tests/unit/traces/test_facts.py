@@ -395,7 +395,8 @@ def test_well_formed_is_the_relations_shape(subject: str, relation: str, value: 
 
 def test_a_models_facts_come_back_as_sentences_and_as_slots() -> None:
     fact = {"subject": " User ", "relation": "lives_in", "value": "Lisbon", "sentence": "The user lives in Lisbon."}
-    item = {"index": 1, "register": "joy", "valence": 0.5, "intensity": 0.4, "anchors": [], "facts": [fact]}
+    item = {"index": 1, "register": "joy", "valence": 0.5, "intensity": 0.4, "anchors": [], "facts": [fact],
+            "resolution": "none", "resolves": []}
     (classified,) = SessionClassification.model_validate({"memories": [item]}).in_order(1)
     result = classified.classification()
     assert result.facts == ("The user lives in Lisbon.",)
@@ -405,7 +406,8 @@ def test_a_models_facts_come_back_as_sentences_and_as_slots() -> None:
 
 def test_a_model_cannot_invent_a_relation() -> None:
     fact = {"subject": "user", "relation": "favourite_colour", "value": "blue", "sentence": "The user likes blue."}
-    item = {"index": 1, "register": "joy", "valence": 0.5, "intensity": 0.4, "anchors": [], "facts": [fact]}
+    item = {"index": 1, "register": "joy", "valence": 0.5, "intensity": 0.4, "anchors": [], "facts": [fact],
+            "resolution": "none", "resolves": []}
     with pytest.raises(ValidationError, match="relation"):
         SessionClassification.model_validate({"memories": [item]})
 
