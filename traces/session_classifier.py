@@ -9,7 +9,7 @@ the held-out figures.
 
 1. **Features.** Beside the MiniLM embedding, VADER's four scores and hashed tf-idf word unigrams and bigrams
    (now with emoji as tokens), a small block of conversational cues: a laugh marker ("lol", "haha", 😂, 💀),
-   exclamation, shouting, a question, length, "RIP".
+   exclamation, shouting, a question, length, "RIP", and hand-written event patterns (``_PATTERNS``).
 2. **Register head**: a logistic regression over every block, averaged with small one-hidden-layer networks over
    the dense blocks, trained on GoEmotions, XED and EmoryNLP (the *train* sets) plus hand-written examples of the
    cases those sets miss (``eval/data/handwritten_emotion.yaml``, each group with its reason).
@@ -17,9 +17,10 @@ the held-out figures.
    by ``affect_weight``) and *severity*: how heavily a companion should treat the moment, a ridge regression whose
    targets are a per-register product prior on public text (a death 0.9, distress 0.5-0.55, thanks 0.2) and the
    hand-written severities, so a death weighs 0.9 and a lost beach day 0.25 although both are sadness.
-4. **Event rules.** Where a hand-written pattern recognises the event (a breakup, a job lost, laughter told in
-   death words, an object that "died", "killed it", relief), severity and valence get a floor or a cap
-   (``EVENT_RULES``), and a diminished remark ("a bit sad") half its severity. Registers stay the heads' reading.
+4. **Event rules.** Where a hand-written pattern recognises the event (a breakup, a job lost, a rejection, a bad
+   row, laughter told in death words, an object that "died", "killed it", relief), severity and valence get a floor
+   or a cap (``EVENT_RULES``), and a diminished remark ("a bit sad") half its severity. Registers stay the heads'
+   reading.
 5. **Context.** ``classify`` receives one session's user turns in order (the engine calls it once per closed
    session). Every turn after the first is also read together with the turn before it (the texts joined, the
    embedding the normalised sum of both), and the two readings are mixed: a short turn ("It's over.", "I'm dead")
@@ -56,7 +57,8 @@ DEFAULT_WEIGHTS_PATH = Path(__file__).parent / "data" / "session_classifier.npz"
 FORMAT = "feltsense-classifier-v2"
 VADER_FEATURES = 4
 CUE_NAMES = ("laugh", "exclamation", "shouting", "question", "length", "rip", "death-idiom", "object-death",
-             "body-hyperbole", "success-idiom", "relief", "breakup", "job-loss", "diminisher")
+             "body-hyperbole", "success-idiom", "relief", "breakup", "job-loss", "setback", "conflict",
+             "diminisher")
 DENSE_WIDTH = EMBEDDING_DIMENSION + VADER_FEATURES + len(CUE_NAMES)
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\U0001F300-\U0001FAFF\u2600-\u27BF]")
@@ -102,14 +104,28 @@ _PATTERNS = {
         r"|out of (?:a )?(?:job|work)|(?:position|role|job) (?:has been |was |is )?(?:eliminated|cut|axed)"
         r"|cut \w+ jobs|(?:contract|visa) (?:isn'?t|wasn'?t|won'?t be|not) (?:being )?renewed|went bust"
         r"|shutting down for good|closing down)\b", re.IGNORECASE),
+    "setback": re.compile(
+        r"\b(?:didn'?t|did not|never) (?:get|make|pass|win) (?:the|my|that|a|into|it|through)\b"
+        r"|\b(?:failed|flunked) (?:my|the|our|a|it)\b|\b(?:got |been |was |were )?(?:rejected|turned down)\b"
+        r"|\bdidn'?t get (?:in|picked|chosen|selected)\b|\bno (?:offer|luck)\b(?= [^.!?]*\b(?:job|role|interview))",
+        re.IGNORECASE),
+    "conflict": re.compile(
+        r"\b(?:massive|huge|big|awful|horrible|nasty|blazing|another) (?:row|fight|argument|bust-up)\b"
+        r"|\b(?:had|got into) (?:a|another) (?:row|fight|argument)\b"
+        r"|\b(?:screamed|yelled|shouted) at (?:me|each other)\b"
+        r"|\b(?:walked|stormed) out\b|\bhung up on me\b|\b(?:isn'?t|not) (?:speaking|talking) to (?:me|each other)\b",
+        re.IGNORECASE),
     "diminisher": re.compile(
         r"\b(?:a bit|a little|slightly|kind of|kinda|bit of a|mildly|oh well|never mind|minor|a tad|somewhat"
         r"|bit gutted|bit sad|bit down|bit annoyed)\b", re.IGNORECASE),
 }
+if tuple(_PATTERNS) != CUE_NAMES[len(CUE_NAMES) - len(_PATTERNS):]:  # the weights are indexed by this order
+    raise RuntimeError("the pattern cues must come last in CUE_NAMES, in the order of _PATTERNS")
+
 EVENT_RULES: dict[str, tuple[float, float, float, float]] = {
     # cue: (severity floor, severity cap, valence floor, valence cap). Product rules, not fitted: the end of a
-    # relationship and the loss of a job are heavy and negative; laughter told in death words, objects that "die",
-    # tired muscles and "killed it" are light; relief is positive.
+    # relationship and the loss of a job are heavy and negative, a rejection or a bad row is a real blow; laughter
+    # told in death words, objects that "die", tired muscles and "killed it" are light; relief is positive.
     "breakup": (0.75, 1.0, -1.0, -0.5),
     "job-loss": (0.7, 1.0, -1.0, -0.45),
     "death-idiom": (0.0, 0.25, 0.2, 1.0),
@@ -117,6 +133,8 @@ EVENT_RULES: dict[str, tuple[float, float, float, float]] = {
     "body-hyperbole": (0.0, 0.2, -0.2, 1.0),
     "success-idiom": (0.0, 0.4, 0.3, 1.0),
     "relief": (0.0, 1.0, 0.35, 1.0),
+    "setback": (0.45, 1.0, -1.0, -0.3),
+    "conflict": (0.55, 1.0, -1.0, -0.35),
 }
 DIMINISHER_FACTOR = 0.5
 """"A bit sad", "slightly gutted": the severity of a diminished remark is halved."""
@@ -179,7 +197,7 @@ def cue_features(texts: Sequence[str]) -> NDArray[np.float32]:
             1.0 if "?" in text else 0.0,
             min(math.log1p(len(words)) / math.log(50.0), 1.0),
             1.0 if _RIP.search(text) else 0.0,
-            *(1.0 if pattern.search(text) else 0.0 for pattern in _PATTERNS.values()),
+            *(1.0 if _PATTERNS[name].search(text) else 0.0 for name in CUE_NAMES[len(CUE_NAMES) - len(_PATTERNS):]),
         )
     return out
 
@@ -371,8 +389,11 @@ class SessionClassifier:
         severity = severity.copy()
         for cue, (severity_floor, severity_cap, valence_floor, valence_cap) in EVENT_RULES.items():
             hit = cues[:, CUE_NAMES.index(cue)] > 0
+            laughing = cues[:, CUE_NAMES.index("laugh")] > 0
             if cue == "death-idiom":
-                hit &= cues[:, CUE_NAMES.index("laugh")] > 0  # "killed me" with a laugh, not "it killed me"
+                hit &= laughing  # "killed me" with a laugh, not "it killed me"
+            elif cue in ("setback", "conflict"):
+                hit &= ~laughing  # "I never win anything lol" is no blow
             if not hit.any():
                 continue
             severity[hit] = np.clip(severity[hit], severity_floor, severity_cap)

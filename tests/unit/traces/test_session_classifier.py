@@ -83,7 +83,7 @@ def test_a_plain_worded_breakup_is_heavy_sadness(classifier: SessionClassifier, 
 def test_a_short_turn_reads_in_its_context(classifier: SessionClassifier, embed: Embed) -> None:
     alone = last(classifier, embed, "That's it then.")
     after_breakup = last(classifier, embed, "Lena broke up with me last night.", "That's it then.")
-    # A three-word turn takes 0.3 of its reading beside the turn before it (the mix chosen on EmoryNLP dev): the
+    # A short turn takes part of its reading beside the turn before it (the mix chosen on EmoryNLP dev): the
     # breakup colours it, though not enough on its own to change its register.
     assert after_breakup.register_scores["sadness"] > alone.register_scores["sadness"] + 0.1
     assert after_breakup.intensity > alone.intensity + 0.1
@@ -139,3 +139,13 @@ def test_held_out_scores_match_the_report(classifier: SessionClassifier) -> None
     predicted = np.argmax(classifier.predict([test.texts[i] for i in rows], vectors[rows], context=False)
                           .register_probabilities, axis=1)
     assert macro_f1(targets, predicted) == pytest.approx(report["goemotions_test"]["macro_f1"], abs=0.005)
+
+
+def test_a_rejection_and_a_bad_row_are_real_blows(classifier: SessionClassifier, embed: Embed) -> None:
+    rejection = last(classifier, embed, "I didn't pass my citizenship interview")
+    row = last(classifier, embed, "my sister yelled at me at the wedding and then stormed out")
+    for reading in (rejection, row):
+        assert reading.register in ("sadness", "anger", "anxiety", "shame")
+        assert reading.intensity >= 0.5 and reading.valence <= -0.3
+    joking = last(classifier, embed, "I never win the office raffle lol")
+    assert joking.intensity < row.intensity
