@@ -379,9 +379,7 @@ def bench_classifier(*, iterations: int = 50) -> dict[str, Any]:
     vectors = embedder.embed(turns)
     parts = [s for t in turns for s in sentences(t)]
     part_vectors = embedder.embed(parts)
-    v1_path = Path(__file__).parent / "baselines" / "classifier_v1.npz"
-    classifiers: dict[str, Classifier] = {"v2": SessionClassifier.load(),
-                                          "v1": LocalClassifier.load(v1_path if v1_path.is_file() else None)}
+    classifiers: dict[str, Classifier] = {"v2": SessionClassifier.load(), "v1": LocalClassifier.load()}
     result: dict[str, Any] = {"turns": len(turns), "sentences": len(parts), "iterations": iterations}
     for name, classifier in classifiers.items():
         def run(c: Classifier = classifier) -> None:

@@ -36,11 +36,13 @@ from numpy.typing import NDArray
 
 from engine.models import REGISTERS
 from eval.emotion_sets import OTHER, SETS, SKIPPED, EmotionSet, Gold, load_set
+from traces.classifier import DEFAULT_WEIGHTS_PATH as V1_DEFAULT_WEIGHTS
 from traces.classifier import VaderFeatures
 
 SET_NAMES = tuple(SETS)
-V1_WEIGHTS = Path(__file__).resolve().parent / "baselines" / "classifier_v1.npz"
-"""The v1 weights (``feltsense-local@1.7300d06770``), frozen here so v1 stays comparable after v2 ships."""
+V1_WEIGHTS = V1_DEFAULT_WEIGHTS
+"""The v1 weights (``feltsense-local@1.7300d06770``): they still ship, as ``FELTSENSE_CLASSIFIER=local-v1``, so v1
+stays comparable after v2 became the default."""
 
 
 class Reading(Protocol):

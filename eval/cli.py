@@ -547,18 +547,26 @@ def _add_locomo(eval_commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def handle_eval_locomo(args: argparse.Namespace, runtime: Runtime) -> int:
-    from eval.locomo import LocomoDataError, measure
+    from eval.locomo import measure
+
+    return _run_locomo(args, runtime, "locomo", measure, missing="; skipped")
+
+
+def _run_locomo(args: argparse.Namespace, runtime: Runtime, command: str,
+                measure: Callable[..., dict[str, Any]], *, missing: str = "") -> int:
+    """One LoCoMo-reading command: check the arguments, run ``measure``, and write its JSON if asked."""
+    from eval.locomo import LocomoDataError
 
     if not args.data.exists():
-        print(f"feltsense eval locomo: no LoCoMo data at {args.data}; skipped", file=runtime.stderr)
+        print(f"feltsense eval {command}: no LoCoMo data at {args.data}{missing}", file=runtime.stderr)
         return EXIT_INVALID
     if args.limit_conversations is not None and args.limit_conversations < 1:
-        print("feltsense eval locomo: --limit-conversations must be at least 1", file=runtime.stderr)
+        print(f"feltsense eval {command}: --limit-conversations must be at least 1", file=runtime.stderr)
         return EXIT_INVALID
     try:
         result = measure(args.data, limit=args.limit_conversations, out=runtime.stdout, err=runtime.stderr)
     except LocomoDataError as exc:
-        print(f"feltsense eval locomo: {exc}", file=runtime.stderr)
+        print(f"feltsense eval {command}: {exc}", file=runtime.stderr)
         return EXIT_INVALID
     except Exception:
         traceback.print_exc(file=runtime.stderr)
@@ -591,31 +599,9 @@ def _add_standing_rules(eval_commands: argparse._SubParsersAction[argparse.Argum
 
 
 def handle_eval_standing_rules(args: argparse.Namespace, runtime: Runtime) -> int:
-    from eval.locomo import LocomoDataError
     from eval.standing_rules import measure
 
-    if not args.data.exists():
-        print(f"feltsense eval standing-rules: no LoCoMo data at {args.data}", file=runtime.stderr)
-        return EXIT_INVALID
-    if args.limit_conversations is not None and args.limit_conversations < 1:
-        print("feltsense eval standing-rules: --limit-conversations must be at least 1", file=runtime.stderr)
-        return EXIT_INVALID
-    try:
-        result = measure(args.data, limit=args.limit_conversations, out=runtime.stdout, err=runtime.stderr)
-    except LocomoDataError as exc:
-        print(f"feltsense eval standing-rules: {exc}", file=runtime.stderr)
-        return EXIT_INVALID
-    except Exception:
-        traceback.print_exc(file=runtime.stderr)
-        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
-        return EXIT_ERROR
-    if args.json_path is not None:
-        try:
-            args.json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_ERROR
-    return EXIT_OK
+    return _run_locomo(args, runtime, "standing-rules", measure)
 
 
 def _add_tone_thresholds(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

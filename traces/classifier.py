@@ -162,6 +162,49 @@ def softmax(logits: NDArray[np.float32]) -> NDArray[np.float32]:
     return probabilities
 
 
+def load_arrays(path: Path, ranks: dict[str, int], expected_format: str, *, trainer: str
+                ) -> dict[str, NDArray[np.generic]]:
+    """A weights file's arrays, each present with its rank and the file in ``expected_format``. Raises
+    ConfigurationError naming the file (and the command that trains it) if it is unusable."""
+    if not path.is_file():
+        raise ConfigurationError(f"classifier weights not found at {path}; train them with `python -m {trainer}`")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise ConfigurationError(f"classifier weights at {path} are unreadable: {exc}") from exc
+    for name, rank in ranks.items():
+        if name not in arrays:
+            raise ConfigurationError(f"classifier weights at {path} lack the array {name!r}")
+        if arrays[name].ndim != rank:
+            raise ConfigurationError(
+                f"classifier weights at {path}: {name} has {arrays[name].ndim} dimensions, expected {rank}"
+            )
+    if str(arrays["format"]) != expected_format:
+        raise ConfigurationError(
+            f"classifier weights at {path} have format {arrays['format']!s}, this code reads {expected_format}"
+        )
+    return arrays
+
+
+def validated_embeddings(texts: Sequence[str], embeddings: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``embeddings`` as float32, after checking they fit ``texts``: a clear ValueError otherwise."""
+    if isinstance(texts, str):
+        raise ValueError("texts must be a sequence of strings, not a single string")
+    array = np.asarray(embeddings)
+    if array.ndim != 2:
+        raise ValueError(
+            f"embeddings must be 2-dimensional (n_texts, {EMBEDDING_DIMENSION}), got shape {array.shape}"
+        )
+    if array.shape[0] != len(texts):
+        raise ValueError(f"got {len(texts)} texts but {array.shape[0]} embedding rows")
+    if array.shape[1] != EMBEDDING_DIMENSION:
+        raise ValueError(f"embeddings have {array.shape[1]} columns, expected {EMBEDDING_DIMENSION}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("embeddings contain NaN or infinite values")
+    return array.astype(np.float32, copy=False)
+
+
 class LocalClassifier:
     """Classifies memories from their text and their already-computed embedding. Stateless after loading."""
 
@@ -232,27 +275,7 @@ class LocalClassifier:
     def load(cls, path: Path | None = None) -> LocalClassifier:
         """Load the shipped weights (or ``path``). Raises ConfigurationError naming the file if it is unusable."""
         path = path or DEFAULT_WEIGHTS_PATH
-        if not path.is_file():
-            raise ConfigurationError(
-                f"classifier weights not found at {path}; train them with `python -m eval.train_classifier`"
-            )
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                arrays = {name: archive[name] for name in archive.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-            raise ConfigurationError(f"classifier weights at {path} are unreadable: {exc}") from exc
-        for name, rank in _ARRAYS.items():
-            if name not in arrays:
-                raise ConfigurationError(f"classifier weights at {path} lack the array {name!r}")
-            if arrays[name].ndim != rank:
-                raise ConfigurationError(
-                    f"classifier weights at {path}: {name} has {arrays[name].ndim} dimensions, expected {rank}"
-                )
-        if str(arrays["format"]) != FORMAT:
-            raise ConfigurationError(
-                f"classifier weights at {path} have format {arrays['format']!s}, this code reads {FORMAT}"
-            )
-        return cls(arrays, source=str(path))
+        return cls(load_arrays(path, _ARRAYS, FORMAT, trainer="eval.train_classifier"), source=str(path))
 
     @property
     def name(self) -> str:
@@ -324,20 +347,7 @@ class LocalClassifier:
         return intensity
 
     def _validated(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> NDArray[np.float32]:
-        if isinstance(texts, str):
-            raise ValueError("texts must be a sequence of strings, not a single string")
-        array = np.asarray(embeddings)
-        if array.ndim != 2:
-            raise ValueError(
-                f"embeddings must be 2-dimensional (n_texts, {EMBEDDING_DIMENSION}), got shape {array.shape}"
-            )
-        if array.shape[0] != len(texts):
-            raise ValueError(f"got {len(texts)} texts but {array.shape[0]} embedding rows")
-        if array.shape[1] != EMBEDDING_DIMENSION:
-            raise ValueError(f"embeddings have {array.shape[1]} columns, expected {EMBEDDING_DIMENSION}")
-        if not np.all(np.isfinite(array)):
-            raise ValueError("embeddings contain NaN or infinite values")
-        return array.astype(np.float32, copy=False)
+        return validated_embeddings(texts, embeddings)
 
     def _hashed_contributions(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """The hashed-feature part of every linear head, without building the (n, n_buckets) matrix."""

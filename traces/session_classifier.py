@@ -32,7 +32,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import zipfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,8 +48,10 @@ from traces.classifier import (
     Classification,
     Predictions,
     VaderFeatures,
+    load_arrays,
     softmax,
     tfidf_values,
+    validated_embeddings,
 )
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).parent / "data" / "session_classifier.npz"
@@ -282,27 +283,7 @@ class SessionClassifier:
     def load(cls, path: Path | None = None) -> SessionClassifier:
         """Load the shipped weights (or ``path``). Raises ConfigurationError naming the file if it is unusable."""
         path = path or DEFAULT_WEIGHTS_PATH
-        if not path.is_file():
-            raise ConfigurationError(
-                f"classifier weights not found at {path}; train them with `python -m eval.train_session_classifier`"
-            )
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                arrays = {name: archive[name] for name in archive.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-            raise ConfigurationError(f"classifier weights at {path} are unreadable: {exc}") from exc
-        for name, rank in _ARRAYS.items():
-            if name not in arrays:
-                raise ConfigurationError(f"classifier weights at {path} lack the array {name!r}")
-            if arrays[name].ndim != rank:
-                raise ConfigurationError(
-                    f"classifier weights at {path}: {name} has {arrays[name].ndim} dimensions, expected {rank}"
-                )
-        if str(arrays["format"]) != FORMAT:
-            raise ConfigurationError(
-                f"classifier weights at {path} have format {arrays['format']!s}, this code reads {FORMAT}"
-            )
-        return cls(arrays, source=str(path))
+        return cls(load_arrays(path, _ARRAYS, FORMAT, trainer="eval.train_session_classifier"), source=str(path))
 
     @property
     def name(self) -> str:
@@ -333,7 +314,7 @@ class SessionClassifier:
                 context: bool = True) -> Predictions:
         """Every turn's reading; with ``context`` (the default) each turn after the first is mixed with its
         reading beside the turn before it."""
-        embeddings = self._validated(texts, embeddings)
+        embeddings = validated_embeddings(texts, embeddings)
         own = self._read(texts, embeddings)
         register, valence_1to5, arousal, severity = (
             own.register_probabilities, own.valence_1to5, own.arousal_1to5, own.severity)
@@ -415,22 +396,6 @@ class SessionClassifier:
             1.0 - (1.0 - affect) * (1.0 - np.clip(severity, 0.0, 1.0)), 0.0, 1.0
         ).astype(np.float32)
         return intensity
-
-    def _validated(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> NDArray[np.float32]:
-        if isinstance(texts, str):
-            raise ValueError("texts must be a sequence of strings, not a single string")
-        array = np.asarray(embeddings)
-        if array.ndim != 2:
-            raise ValueError(
-                f"embeddings must be 2-dimensional (n_texts, {EMBEDDING_DIMENSION}), got shape {array.shape}"
-            )
-        if array.shape[0] != len(texts):
-            raise ValueError(f"got {len(texts)} texts but {array.shape[0]} embedding rows")
-        if array.shape[1] != EMBEDDING_DIMENSION:
-            raise ValueError(f"embeddings have {array.shape[1]} columns, expected {EMBEDDING_DIMENSION}")
-        if not np.all(np.isfinite(array)):
-            raise ValueError("embeddings contain NaN or infinite values")
-        return array.astype(np.float32, copy=False)
 
     def _hashed_contributions(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """The hashed-feature part of every linear head, without building the (n, n_buckets) matrix."""
