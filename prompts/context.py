@@ -40,7 +40,7 @@ from prompts.wording import (
 
 # The order the user's facts are listed in: what can hurt first (allergies, diet), then tastes in food and drink,
 # then who and where they are.
-FACT_ORDER = ("allergy", "diet", "taste", "preference", "name", "relationship", "lives_in", "lives_with",
+FACT_ORDER = ("allergy", "diet", "taste", "preference", "name", "died", "relationship", "lives_in", "lives_with",
               "hometown", "works_at", "occupation", "studies_at", "birthday", "has", "hobby", "favourite", "routine",
               "activity", "opinion")
 PREFERENCE_RELATIONS = frozenset({"taste", "preference", "favourite"})
@@ -120,6 +120,17 @@ def _fact_line(fact: Memory) -> str:
     return f"- {fact.text}"
 
 
+def _fact_lines(facts: Sequence[Memory]) -> list[str]:
+    """One line per fact, except that a user's name fact is left out when a death fact on the same role names the
+    same one: the death's line ('The user's dog, "Luna", has died.') says both, so the prefix never says "The
+    user's dog is called Luna." beside a grief rule about her. A new dog's name reads as itself."""
+    dead = {(f.fact.subject, f.fact.value) for f in facts
+            if f.scope == "user" and f.fact is not None and f.fact.relation == "died"}
+    return [_fact_line(fact) for fact in facts
+            if not (fact.scope == "user" and fact.fact is not None and fact.fact.relation == "name"
+                    and (fact.fact.subject, fact.fact.value) in dead)]
+
+
 def _memory_line(memory: RecalledMemory, now: datetime) -> str:
     age = age_in_words((now - memory.created_at).total_seconds() / 86400.0)
     age = age[:1].upper() + age[1:]
@@ -156,7 +167,7 @@ def assemble(
     ordered_facts = sorted(_within_preference_budget(facts, budget.max_preference_tokens, counter), key=_fact_key)
     prefix = _join([
         _section(CANON_HEADER, pin_texts),
-        _section(FACTS_HEADER, [_fact_line(fact) for fact in ordered_facts]),
+        _section(FACTS_HEADER, _fact_lines(ordered_facts)),
         _section(STANDING_HEADER, [f"- {rule.instruction}" for rule in standing_rules]),
     ])
     prefix_tokens = _prefix_tokens(prefix, counter)

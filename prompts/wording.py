@@ -133,7 +133,10 @@ FACT_TEMPLATES: dict[str, str] = {
     "has": "{who} has {value}.",
     "hobby": "{who} has a hobby: {thing}, {value}.",
     "activity": "{who} has been busy with {thing}: {value}.",
+    "died": "{who}, {value}, has died.",
 }
+DIED_UNNAMED = "died"
+"""The value of a death fact when no name was said: 'The user's dog has died.'"""
 # The relations whose subject is the thing itself ("jazz", "peanut", "coffee"): the fact is the user's.
 THING_RELATIONS = frozenset({"opinion", "allergy", "routine", "preference", "taste", "favourite", "has", "hobby",
                              "activity"})
@@ -250,6 +253,8 @@ def fact_sentence(subject: str, relation: str, value: str) -> str:
     subject, value = " ".join(subject.split()), " ".join(value.split())
     who = _who(subject)
     template = FACT_VALUE_TEMPLATES.get((relation, value.lower()))
+    if relation == "died" and value == DIED_UNNAMED:
+        template = "{who} has died."
     ended = ended_value(relation, value)
     if relation in THING_RELATIONS:
         if relation == "preference":

@@ -29,7 +29,7 @@ from engine.models import REGISTERS, ExtractedFact, Register
 from traces.facts import RELATIONS, Relation
 from traces.resolution import RESOLUTION_KINDS, ResolutionKind
 
-PROMPT_VERSION = "3"
+PROMPT_VERSION = "4"
 """Bump when the wording, the schema or the scales change: it is written into every trace the prompt classifies."""
 
 MAX_ANCHORS = 12

@@ -54,6 +54,7 @@ from prompts.wording import (
 Relation = Literal[
     "lives_in", "hometown", "works_at", "occupation", "name", "opinion", "diet", "allergy", "birthday", "routine",
     "studies_at", "relationship", "lives_with", "preference", "taste", "favourite", "has", "hobby", "activity",
+    "died",
 ]
 
 RELATIONS: dict[Relation, str] = {
@@ -101,6 +102,9 @@ RELATIONS: dict[Relation, str] = {
     "activity": 'what the user is busy with these days: a project, volunteering, training. Subject the activity '
                 'as said, lower case ("volunteering at the shelter", "working on their novel"); value how it was '
                 'said ("still", "these days", "lately", "for two months").',
+    "died": 'a person or animal in the user\'s life who has died. Subject "user\'s <role>" ("user\'s dog", '
+            '"user\'s grandmother"); value their name as said ("Luna"), or "died" when no name was said. The '
+            'prefix reads "The user\'s dog, Luna, has died."',
     "has": 'pets or children the user has. Subject the kind, singular ("dog", "cat", "child"); value how many '
            'as said ("a dog", "two cats", "three kids", "no kids").',
 }
@@ -119,7 +123,7 @@ RELATIONS: dict[Relation, str] = {
 # for corroboration.
 AUTO_ACTIVE_RELATIONS: frozenset[str] = frozenset(
     {"lives_in", "hometown", "works_at", "occupation", "name", "diet", "allergy", "birthday", "studies_at",
-     "relationship", "lives_with", "preference", "taste", "favourite", "has", "hobby"}
+     "relationship", "lives_with", "preference", "taste", "favourite", "has", "hobby", "died"}
 )
 
 # -- text shapes ------------------------------------------------------------------------------------------------
@@ -673,6 +677,14 @@ def _role_name(match: re.Match[str], text: str) -> list[ExtractedFact]:
         return []  # "my girlfriend, Toby and I": a list of three, not her name
     role = _role_of(match)
     return [_fact(f"user's {role}", "name", name)]
+
+
+def _role_died(match: re.Match[str], text: str) -> list[ExtractedFact]:
+    """"My dog Luna died", "we had to put our cat down": the death, and the name when it was said."""
+    role = _role_of(match)
+    name = _person(match) if match.group("name") else None
+    died = _fact(f"user's {role}", "died", name or "died")
+    return [_fact(f"user's {role}", "name", name), died] if name else [died]
 
 
 def _role_home(match: re.Match[str], text: str) -> list[ExtractedFact]:
@@ -1465,6 +1477,8 @@ def well_formed(fact: ExtractedFact) -> bool:
                 and all(_LOWER_WORD.fullmatch(w) or w.isdigit() for w in words))
     if relation == "activity":
         return _a_phrase(subject, _MAX_THING_WORDS + 2) and _a_phrase(value, 4)
+    if relation == "died":
+        return _someone(subject) and (value == "died" or _a_name(value, _NAME_WORDS["name"]))
     if relation in ("routine", "preference"):
         return _a_phrase(subject, _MAX_THING_WORDS) and _a_phrase(value, _MAX_VALUE_WORDS)
     return _a_phrase(subject, _MAX_THING_WORDS) and _a_phrase(value, _MAX_VALUE_WORDS)
@@ -1568,6 +1582,15 @@ _RULES: tuple[_Rule, ...] = (
     _rule(rf"{_I_HAVE}\s+(?:a|an)\s+{_role()}\s*,?\s+(?:called|named)\s+{_name()}", _role_name),
     _rule(rf"(?:^|(?<=[,;]\s))\W*{_name()}(?:'s|\s+is)\s+my\s+{_role()}"
           r"(?=\s*(?:[,.!?;]|$)|\s+(?:by\s+the\s+way|btw|and|but|lol|who|too)\b)", _role_name),
+    # A death in the user's life: the role (and its name), never a figure of speech about a thing ("my phone died"
+    # has no role).
+    _rule(rf"{_MY}{_role()}(?:\s*,?\s+{_name()}\s*,?)?\s+(?:has\s+|had\s+|just\s+|sadly\s+|finally\s+)?"
+          rf"(?:died|passed\s+away|passed\s+on|passed|was\s+put\s+(?:down|to\s+sleep)|was\s+killed)\b", _role_died),
+    _rule(rf"\b(?:we|I)\s+(?:had\s+to\s+|have\s+had\s+to\s+)?(?:put|have\s+put)\s+(?:our|my)\s+"
+          rf"(?:(?:old|poor|sweet|lovely|beautiful|little|beloved|family)\s+)?{_role()}"
+          rf"(?:\s*,?\s+{_name()}\s*,?)?\s+(?:down|to\s+sleep)\b", _role_died),
+    _rule(rf"\bI\s+(?:just\s+)?lost\s+my\s+{_role()}(?:\s*,?\s+{_name()}\s*,?)?"
+          rf"(?=\s*(?:[,.!?;]|$)|\s+(?:to|last|this|on|in|yesterday|today)\b)", _role_died),
     # Other people's homes, employers and birthdays: facts about them, never the user's.
     _rule(rf"{_MY}{_role((*_PETS, *_PEOPLE, *_GROUPS))}(?:\s*,?\s+{_PERSON_NAME}\s*,?)?\s+{_ADV}"
           rf"(?:(?P<verb>lives|live|is\s+living|'s\s+living|are\s+living)\s+in|"

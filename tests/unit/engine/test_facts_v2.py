@@ -115,3 +115,15 @@ def test_preferences_stay_within_their_share_of_path_a_most_recent_first(hashing
     assert 0 < len(shown) < len(foods)
     assert shown == foods[len(foods) - len(shown):]  # the most recently stated
     assert recall(hashing_engine, "What's up?", 61).context.prefix == prefix  # still byte-stable
+
+
+def test_a_pet_who_died_reads_as_dead_beside_the_grief_rule_and_a_new_pet_reads_as_alive(
+        hashing_engine: Engine) -> None:
+    say(hashing_engine, "s1", 0, "My dog Luna died last week.", "I keep expecting her at the door.")
+    prefix = recall(hashing_engine, "I went for a walk in the park today.", 9).context.prefix
+    assert 'The user\'s dog, "Luna", has died.' in prefix
+    assert 'is called "Luna"' not in prefix  # never as if she were alive
+    say(hashing_engine, "s2", 200, "We adopted a puppy! My dog Pip is a menace already.")
+    prefix = recall(hashing_engine, "Pip chewed my shoes.", 201).context.prefix
+    assert 'The user\'s dog is called "Pip".' in prefix
+    assert 'The user\'s dog, "Luna", has died.' in prefix  # Luna's death is still true; Pip is alive

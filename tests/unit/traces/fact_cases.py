@@ -111,7 +111,12 @@ DEV: tuple[Case, ...] = (
     case("I'm at the airport, flight's delayed again."),
     case("He said I work too hard."),
     # -- names: the user's, and the people and animals in their life ----------------------------------------
-    case("My dog Luna died last week.", ("user's dog", "name", "Luna")),
+    case("My dog Luna died last week.", ("user's dog", "name", "Luna"), ("user's dog", "died", "Luna")),
+    # -- a death in the user's life (a thing that "dies" is no death) ---------------------------------------
+    case("My grandmother passed away on Tuesday night.", ("user's grandmother", "died", "died")),
+    case("we had to put our cat to sleep yesterday", ("user's cat", "died", "died")),
+    case("I lost my dad to a heart attack last spring.", ("user's dad", "died", "died")),
+    case("My laptop died halfway through the essay."),
     case("My dog's name is Biscuit, he's a beagle.", ("user's dog", "name", "Biscuit")),
     case("I have a cat called Miso who hates everyone.", ("user's cat", "name", "Miso"), ("cat", "has", "a cat")),
     case("My sister Ana is visiting this weekend.", ("user's sister", "name", "Ana")),

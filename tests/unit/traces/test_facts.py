@@ -303,7 +303,7 @@ def test_negations_hypotheticals_questions_and_moods_are_not_facts(text: str) ->
 
 def test_the_sentences_are_what_the_write_pass_keeps() -> None:
     assert extract_facts("Hey Ava. Sorry I've been quiet. My dog Luna died last week.") == (
-        'The user\'s dog is called "Luna".',
+        'The user\'s dog is called "Luna".', 'The user\'s dog, "Luna", has died.',
     )
     assert extract_facts("I work for the NHS as a paramedic.") == (
         'The user works as a "paramedic".', 'The user works at "NHS".',
@@ -321,7 +321,7 @@ def test_every_sentence_is_the_servers_template_for_its_triple() -> None:
             ended = ended_value(fact.relation, fact.value)
             shown = ended[1] if ended else fact.value  # "no longer Paris": the sentence quotes "Paris"
             closed = (*OPINION_STANCES, *TASTE_STANCES, *ALLERGY_KINDS, *RELATIONSHIP_STATUSES, "left their job",
-                      "graduated", "retired", "alone", "plays", "does")
+                      "graduated", "retired", "alone", "plays", "does", "died")
             assert f'"{shown}"' in fact.sentence or fact.value in closed, fact
 
 
@@ -423,3 +423,17 @@ def test_the_mistral_classifier_hands_on_the_models_facts_both_ways() -> None:
     assert [(f.subject, f.relation, f.value) for f in result.extracted] == [
         ("user's dog", "name", "Luna"), ("user", "lives_in", "Lisbon"),
     ]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("My cat Biscuit passed away on Sunday.", [("user's cat", "name", "Biscuit"), ("user's cat", "died", "Biscuit")]),
+    ("my grandad died in his sleep", [("user's grandad", "died", "died")]),
+    ("We had to put our old dog down this morning.", [("user's dog", "died", "died")]),
+    ("I lost my mum to cancer in March.", [("user's mum", "died", "died")]),
+    ("my phone died again", []),
+    ("I lost my keys at the station", []),
+    ("my battery died, RIP", []),
+])
+def test_a_death_in_the_users_life_is_a_fact_and_an_object_that_dies_is_not(
+        text: str, expected: list[tuple[str, str, str]]) -> None:
+    assert [(f.subject, f.relation, f.value) for f in extract(text)] == expected
