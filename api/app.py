@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -133,14 +134,36 @@ def _problem(status: int, title: str, detail: str, **extra: Any) -> Response[dic
     return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+_MISSING_PARAMETER = re.compile(r"Missing required (query|header|path|cookie) parameter '([^']+)'")
+_LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
+
+
+def _located(request: Request[Any, Any, Any], field: str | None, message: str) -> dict[str, str]:
+    """A field error with where the field was: a query or path parameter of this request, else the body."""
+    key = field or ""
+    where = "query" if key and key in request.query_params else "path" if key and key in request.path_params else "body"
+    return {"field": key, "location": where, "message": message}
+
+
 def _validation_problem(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
+    """A 422 that names each missing or bad field and where it was expected; ``errors`` is never empty."""
     errors = []
     for item in exc.extra if isinstance(exc.extra, list) else []:
         if isinstance(item, dict):
-            key = item.get("key") or ""
-            errors.append({"field": key, "message": item.get("message", "")})
-    fields = ", ".join(e["field"] for e in errors if e["field"]) or "the request body"
-    return _problem(422, "Invalid request", f"invalid value for {fields}", errors=errors)
+            located = _located(request, str(item.get("key") or ""), str(item.get("message", "")))
+            if str(item.get("source") or "") in _LOCATIONS:
+                located["location"] = str(item["source"])
+            errors.append(located)
+    missing = _MISSING_PARAMETER.search(str(exc.detail))
+    if missing and not errors:
+        where, name = missing.groups()
+        errors.append({"field": name, "location": where, "message": f"the {where} parameter {name!r} is required"})
+        return _problem(422, "Invalid request", f"missing required {where} parameter {name!r}", errors=errors)
+    if not errors:
+        errors.append({"field": "", "location": "body", "message": str(exc.detail)})
+    named = [f"{e['field']} ({e['location']})" for e in errors if e["field"]]
+    return _problem(422, "Invalid request", f"invalid value for {', '.join(named) or 'the request body'}",
+                    errors=errors)
 
 
 def _http_problem(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
@@ -193,12 +216,11 @@ def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Res
     if isinstance(exc, Forbidden):
         return _problem(403, "Forbidden", str(exc))
     if isinstance(exc, Conflict):
-        return _problem(409, "Conflict", str(exc), ids=list(exc.ids),
-                        errors=[{"field": exc.field or "", "message": str(exc)}])
+        return _problem(409, "Conflict", str(exc), ids=list(exc.ids), errors=[_located(request, exc.field, str(exc))])
     if isinstance(exc, Gone):
         return _problem(410, "Gone", str(exc), ids=list(exc.ids))
     if isinstance(exc, InvalidInput):
-        return _problem(422, "Invalid request", str(exc), errors=[{"field": exc.field or "", "message": str(exc)}])
+        return _problem(422, "Invalid request", str(exc), errors=[_located(request, exc.field, str(exc))])
     if isinstance(exc, Busy):
         return _problem(429, "Too many requests", str(exc), retry_after_s=exc.retry_after_s)
     if isinstance(exc, BackendUnavailable):

@@ -9,7 +9,7 @@ validation errors with 422 problem details: every route declares its errors with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Operation, RequestBody
@@ -27,7 +27,10 @@ IdPath = Annotated[str, PathParameter(**_ID)]
 
 
 class FieldError(BaseModel):
-    field: str = Field(description='where: a dotted path such as "turns.0.timestamp"; empty for the whole body')
+    field: str = Field(description='which: a dotted path such as "turns.0.timestamp", or a parameter name; empty '
+                                   "for the whole body")
+    location: Literal["body", "query", "path", "header", "cookie"] = Field(
+        default="body", description="where the field was expected")
     message: str
 
 

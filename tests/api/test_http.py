@@ -106,3 +106,26 @@ def test_the_access_log_says_which_mode_answered(tmp_path: Path, caplog: pytest.
                                           "at": "2025-03-03T00:00:00Z"}).json()
     assert body["trace"]["mode"] == "lexical" and body["memories"]
     assert any("mode=lexical" in r.getMessage() for r in caplog.records if r.name == "feltsense.access")
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/v1/memories/m_0123456789abcdef0123"), ("DELETE", "/v1/memories/m_0123456789abcdef0123"),
+    ("GET", "/v1/recalls/r_0123456789abcdef0123"), ("GET", "/v1/memories"),
+])
+def test_a_missing_query_parameter_is_a_422_naming_it_and_where(
+    client: TestClient[Any], method: str, path: str
+) -> None:
+    for query, missing in (("", ("character_id", "user_id")), ("?character_id=ava", ("user_id",))):
+        response = client.request(method, path + query)
+        assert response.status_code == 422, response.text
+        body = response.json()
+        [error] = body["errors"]  # Litestar stops at the first missing one
+        assert error["field"] in missing and error["location"] == "query"
+        assert error["message"] == f"the query parameter '{error['field']}' is required"
+        assert error["field"] in body["detail"] and "body" not in body["detail"]
+
+
+def test_a_bad_query_value_is_named_as_a_query_parameter(client: TestClient[Any]) -> None:
+    response = client.get("/v1/memories?character_id=ava&user_id=u1&limit=lots")
+    assert response.status_code == 422
+    assert [(e["field"], e["location"]) for e in response.json()["errors"]] == [("limit", "query")]

@@ -64,7 +64,19 @@ def _service(tmp: Path, *, queued: bool = False) -> Iterator[Service]:
 
 # negative_data_rejection is left out: it flags pydantic's lax coercions ("yes" for a bool, false for a float,
 # 0 for a date-time), which are conversions, not failures; turn timestamps refuse numbers (tested below).
-CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
+@schemathesis.check
+def a_422_names_what_was_wrong(ctx: Any, response: Any, case: Any) -> bool | None:
+    """Every 422 lists at least one error, each saying where it was expected (query, path, header or body)."""
+    if response.status_code != 422:
+        return None
+    errors = response.json().get("errors") or []
+    assert errors, f"a 422 with no errors for {case.method} {case.path}: {response.text}"
+    assert all(e.get("location") in ("body", "query", "path", "header", "cookie") for e in errors), response.text
+    return None
+
+
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance,
+          a_422_names_what_was_wrong]
 FUZZ = settings(max_examples=25, derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 FUZZ_ORG = "o" * 63  # the longest organisation: every id the engine stores is at its longest
