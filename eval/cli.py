@@ -54,6 +54,16 @@ class Runtime:
 Handler = Callable[[argparse.Namespace, Runtime], int]
 
 
+def _wrote_json(path: Path, document: object, runtime: Runtime) -> bool:
+    """Write ``document`` as indented JSON to ``path``; False (and the reason on stderr) when it cannot be written."""
+    try:
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        print(f"cannot write {path}: {exc}", file=runtime.stderr)
+        return False
+    return True
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -420,12 +430,8 @@ def handle_eval_classifier(args: argparse.Namespace, runtime: Runtime) -> int:
 
         report["handwritten_check"] = check_set_scores(shipped_classifiers(), args.cache)
         print("\n" + render_check(report["handwritten_check"]), file=runtime.stdout)
-    if args.json_path is not None:
-        try:
-            args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_ERROR
+    if args.json_path is not None and not _wrote_json(args.json_path, report, runtime):
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -476,12 +482,8 @@ def handle_eval_facts(args: argparse.Namespace, runtime: Runtime) -> int:
         print(f"feltsense eval facts: {exc}", file=runtime.stderr)
         return EXIT_INVALID
     print(render(report), file=runtime.stdout)
-    if args.json_path is not None:
-        try:
-            args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_ERROR
+    if args.json_path is not None and not _wrote_json(args.json_path, report, runtime):
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -520,13 +522,9 @@ def handle_eval_anchors(args: argparse.Namespace, runtime: Runtime) -> int:
         print(f"feltsense eval anchors: {exc}", file=runtime.stderr)
         return EXIT_INVALID
     print(render(report, show=args.show), file=runtime.stdout)
-    if args.json_path is not None:
-        try:
-            args.json_path.write_text(json.dumps({k: v for k, v in report.items() if k != "texts"}, indent=2)
-                                      + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_ERROR
+    shown = {k: v for k, v in report.items() if k != "texts"}
+    if args.json_path is not None and not _wrote_json(args.json_path, shown, runtime):
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -572,12 +570,8 @@ def _run_locomo(args: argparse.Namespace, runtime: Runtime, command: str,
         traceback.print_exc(file=runtime.stderr)
         print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
         return EXIT_ERROR
-    if args.json_path is not None:
-        try:
-            args.json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_ERROR
+    if args.json_path is not None and not _wrote_json(args.json_path, result, runtime):
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -640,12 +634,8 @@ def handle_eval_tone_thresholds(args: argparse.Namespace, runtime: Runtime) -> i
         print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
         return EXIT_ERROR
     print(render(report), file=runtime.stdout)
-    if args.json_path is not None:
-        try:
-            args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_ERROR
+    if args.json_path is not None and not _wrote_json(args.json_path, report, runtime):
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -678,12 +668,8 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
         return EXIT_ERROR
     print(report.summary_line, file=runtime.stdout)
 
-    if args.json_path is not None:
-        try:
-            args.json_path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"cannot write {args.json_path}: {exc}", file=runtime.stderr)
-            return EXIT_ERROR
+    if args.json_path is not None and not _wrote_json(args.json_path, report.to_json(), runtime):
+        return EXIT_ERROR
     if args.html_path is not None:
         from eval.report import write_html
 

@@ -48,6 +48,7 @@ from eval.train_classifier import (
     FeatureBuilder,
     macro_f1,
     pearson,
+    tune_register_bias,
 )
 from eval.train_sets import (
     Labelled,
@@ -91,7 +92,6 @@ SEVERITY_ALPHA = 4.0
 SEVERITY_HANDWRITTEN_WEIGHT = 30.0
 AFFECT_PROBABILITY_SCALE = 3.0
 MIX_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
-BIAS_GRID = np.round(np.arange(-1.5, 1.51, 0.1), 2)
 CONTEXT_GRID = (0.0, 0.15, 0.3, 0.45, 0.6)
 CONTEXT_SHORT_WORDS_GRID = (3, 6, 10)
 
@@ -193,24 +193,6 @@ def rows_of(data: Labelled, weight: float) -> tuple[list[int], list[int], list[f
 def single(data: Labelled) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     rows = [i for i, r in enumerate(data.registers) if len(r) == 1]
     return np.array(rows, dtype=np.int64), np.array([REGISTERS.index(data.registers[i][0]) for i in rows])
-
-
-def tune_bias(probabilities: NDArray[np.float64], targets: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Per-register log-probability offsets maximising dev macro-F1 (coordinate ascent; grief left at 0)."""
-    logits = np.log(np.maximum(probabilities, 1e-9))
-    bias = np.zeros(len(REGISTERS))
-    grief = REGISTERS.index("grief")
-    for _ in range(2):
-        for register in range(len(REGISTERS)):
-            if register == grief:
-                continue
-            scores = []
-            for offset in BIAS_GRID:
-                trial = bias.copy()
-                trial[register] = offset
-                scores.append(macro_f1(targets, np.argmax(logits + trial, axis=1)))
-            bias[register] = BIAS_GRID[int(np.argmax(scores))]
-    return bias
 
 
 def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
@@ -329,7 +311,7 @@ def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
     register_mix = max(mix_scores, key=lambda m: mix_scores[m])
     mixed_dev = (1 - register_mix) * lin_dev + register_mix * mlp_dev
     # Offsets are tuned on all three dev sets pooled.
-    offsets = tune_bias(mixed_dev, t_dev)
+    offsets = tune_register_bias(np.log(np.maximum(mixed_dev, 1e-9)), t_dev, rounds=2)
     log(f"register mix by dev score {mix_scores} -> {register_mix}; offsets {np.round(offsets, 2).tolist()}")
 
     # The offsets were tuned on the log of the mixed distribution; the runtime adds them to each part's logits
