@@ -69,7 +69,7 @@ class Ingestor:
         remembered = new_ids | self._unremembered([t for t in user_turns if t.turn_id not in new_ids])
         memories: list[Memory] = []
         rows: list[int] = []
-        contexts = self._contexts({t.session_id for t in user_turns if t.turn_id in remembered})
+        contexts, preceding = self._contexts({t.session_id for t in user_turns if t.turn_id in remembered})
         for row, turn in enumerate(user_turns):
             if turn.turn_id not in remembered:
                 continue
@@ -82,6 +82,7 @@ class Ingestor:
                     user_id=turn.user_id,
                     text=turn.text,
                     context=contexts.get(turn.turn_id, ""),
+                    preceding=preceding.get(turn.turn_id, ""),
                     created_at=turn.timestamp,
                 )
             )
@@ -155,16 +156,20 @@ class Ingestor:
                     f"session {session_id!r} already belongs to another character or user", field="session_id"
                 )
 
-    def _contexts(self, session_ids: set[str]) -> dict[str, str]:
-        """For each user turn, the character turn it answered (the one right before it), if any."""
+    def _contexts(self, session_ids: set[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """For each user turn, the character turn it answered (the one right before it), if any; and the turn
+        right before it whoever said it (two messages in a row: the first is the second's)."""
         contexts: dict[str, str] = {}
+        preceding: dict[str, str] = {}
         for session_id in session_ids:
             previous: Turn | None = None
             for turn in self._store.get_turns(session_id):
-                if turn.role == "user" and previous is not None and previous.role == "character":
-                    contexts[turn.turn_id] = previous.text
+                if turn.role == "user" and previous is not None:
+                    preceding[turn.turn_id] = previous.text
+                    if previous.role == "character":
+                        contexts[turn.turn_id] = previous.text
                 previous = turn
-        return contexts
+        return contexts, preceding
 
     def _mark_late_turns(self, memories: Sequence[Memory]) -> None:
         """A turn that arrives after its session closed gets a pending trace, so the retry pass writes it."""

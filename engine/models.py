@@ -149,6 +149,13 @@ class Memory(Frozen):
     user_id: str
     text: str
     context: str = ""
+    preceding: str = Field(
+        default="", max_length=20_000,
+        description=(
+            "the session's turn right before this one, whoever said it: its words join the memory's lexical "
+            "document, so an answer (\"A corgi puppy!\") is found by its question's words (\"what kind of dog?\")"
+        ),
+    )
     created_at: AwareDatetime
     kind: RecordKind = "turn"
     scope: Scope = "user"
@@ -261,12 +268,38 @@ class Candidate(Frozen):
     vector_score: float | None = Field(default=None, description="cosine similarity, when the vector leg found it")
     lexical_score: float | None = Field(default=None, description="BM25 normalised to 0..1, when lexical found it")
     legs: tuple[Leg, ...]
+    tier: Tier = Field(default="standard", description="how relevant, on the calibrated relevance")
+    calibrated_relevance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="the probability, calibrated on the development set, that it fits"
+    )
+    relevance_lead: float | None = Field(
+        default=None, description="its fused relevance minus the median of the query's best candidates"
+    )
+
+
+class WindowTurn(Frozen):
+    """One line of the conversation before the message: who said it and what."""
+
+    role: Role
+    text: str = Field(min_length=1, max_length=20_000)
+
+
+WINDOW_MAX_TURNS = 50
+Tier = Literal["high", "standard", "low"]
 
 
 class RecallQuery(Frozen):
     character_id: Identifier
     user_id: Identifier
     message: str = Field(min_length=1, max_length=20_000)
+    window: tuple[WindowTurn, ...] | None = Field(
+        default=None, max_length=WINDOW_MAX_TURNS,
+        description=(
+            "the conversation's recent lines before the message, oldest first, as the runtime has them. Left out: "
+            "the engine reads the last turns of session_id from its store (none without a session). An empty list: "
+            "no window. The profile's retrieval.window_turns says how many of the newest count"
+        ),
+    )
     session_id: Identifier | None = Field(
         default=None, description="the caller's current session; its turns are left out unless include_current_session"
     )
@@ -298,6 +331,27 @@ class RecalledMemory(Frozen):
     legs: tuple[Leg, ...]
     trace: Trace | None
     matched_anchors: tuple[str, ...]
+    window_anchors: tuple[str, ...] = Field(
+        default=(), description="its anchors the conversation window named but the message did not (a lower boost)"
+    )
+    tier: Tier = Field(
+        default="standard",
+        description=(
+            "how relevant stage one found it, on the fused score: high (mention it freely), standard, or low (a weak "
+            "match: the best there was; mention it only if the user leads there)"
+        ),
+    )
+    calibrated_relevance: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description=(
+            "the probability that this is a memory a good companion would bring up, from the fused relevance and "
+            "how far it stands above the query's other matches; the tier is read from it"
+        ),
+    )
+    relevance_lead: float | None = Field(
+        default=None,
+        description="how far its fused relevance stands above the median of the query's best matches (stage one)",
+    )
     kind: RecordKind = "turn"
     scope: Scope = Field(default="user", description="the memory level it came from: user, canon or shared")
     stale: bool = Field(default=False, description="it carried a fact that has since been superseded")
@@ -317,6 +371,13 @@ class ToneConstraint(Frozen):
     standing: bool = Field(description="a standing rule: in force whether or not its memories were recalled")
     intensity: float
     valence: float
+    anniversary_years: int | None = Field(
+        default=None, ge=1,
+        description=(
+            "a standing rule near the anniversary of its moment: how many years ago it was (the instruction says "
+            "so); none outside the profile's tone.anniversary_window_days, and never on a rule that is not standing"
+        ),
+    )
 
 
 RecallMode = Literal["hybrid", "lexical", "substring"]
@@ -332,6 +393,14 @@ class RecallTrace(Frozen):
     fused_candidates: int
     dropped_below_floor: int
     excluded_current_session: int
+    window_turns: int = Field(default=0, description="lines of the conversation window the query read")
+    window_source: Literal["none", "passed", "stored"] = Field(
+        default="none", description="where the window came from: the request, or the session's stored turns"
+    )
+    vector_threshold: float | None = Field(
+        default=None, description="the cosine a vector hit needed on this query (relative when every match is weak)"
+    )
+    fused_floor: float | None = Field(default=None, description="the fused relevance a hit needed on this query")
     standing_rule_memories: int
     resolved_tone_memories: int = Field(
         default=0, description="memories that would carry a tone rule but were resolved by a later memory"

@@ -30,6 +30,31 @@ class ToneCandidates:
     created_epoch: NDArray[np.float64]  # seconds since the Unix epoch
 
 
+@dataclass(frozen=True)
+class LegScores:
+    """Stage one's raw material from a store, for a pool of memories recall may see (row i = one memory).
+
+    No store fuses: ``scoring.fusion`` turns this into one ranking, the same way for every backend. The pool
+    must hold every memory the query's terms occur in and, by cosine, at least the best ``params.candidates``
+    more; rows are in the store's stable order (ingest order), which breaks ties.
+    """
+
+    memory_ids: list[str]
+    cosine: NDArray[np.float64]  # with the query vector; NaN where the memory has no vector
+    term_frequency: NDArray[np.float64]  # pool x query terms
+    doc_length: NDArray[np.float64]  # index terms per memory
+    document_frequency: NDArray[np.float64]  # per query term, over the partition's memories
+    documents: int  # memories in the partition, for the idf
+    average_doc_length: float
+    excluded_current_session: int = 0  # memories left out because they belong to the current session
+
+    @classmethod
+    def empty(cls, terms: int, excluded_current_session: int = 0) -> LegScores:
+        return cls(memory_ids=[], cosine=np.zeros(0), term_frequency=np.zeros((0, terms)), doc_length=np.zeros(0),
+                   document_frequency=np.zeros(terms), documents=0, average_doc_length=0.0,
+                   excluded_current_session=excluded_current_session)
+
+
 class Embedder(Protocol):
     """Text in, L2-normalised float32 rows out (one row per text)."""
 
@@ -156,17 +181,16 @@ class MemoryStore(Protocol):
         partition: Partition,
         *,
         query_vector: NDArray[np.float32] | None,
-        query_text: str,
+        query_terms: Sequence[str],
         params: RetrievalParams,
         exclude_session: str | None,
         created_before: datetime,
         include_archived: bool = False,
-    ) -> tuple[list[Candidate], dict[str, int]]:
-        """Stage one over the partition's active memories (and archived ones with ``include_archived``); a
-        provisional or revoked memory is never a candidate. With no query vector the vector leg is skipped.
-
-        Returns up to ``params.candidates`` candidates, best first, and counts for the recall trace
-        (vector, lexical, fused, dropped_below_floor, excluded_current_session).
+    ) -> LegScores:
+        """Stage one's legs over the partition's active memories (and archived ones with ``include_archived``); a
+        provisional or revoked memory is never in the pool. ``query_vector`` is unit length (None: the vector leg
+        is skipped, every cosine NaN); ``query_terms`` are distinct index terms (``engine.text.terms``), in the
+        order of the term-frequency columns. Ranking is ``engine.retrieval.rank``'s, never the store's.
         """
         ...
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Literal
 
 import numpy as np
 
@@ -36,14 +38,16 @@ from engine.models import (
     ToneConstraint,
     Trace,
     TraceStatus,
+    WindowTurn,
 )
 from engine.ports import Embedder, MemoryStore, ToneCandidates
+from engine.retrieval import Query, lexical_query, query_vector, rank
 from engine.scopes import CANON, partition_for, visible
-from engine.text import matched_anchors, terms
+from engine.text import anchor_key, matched_anchors, terms
 from engine.tuning import ProfileSource, TuningProfile
 from prompts.context import Budget, assemble
 from prompts.tokens import TokenCounter, default_counter
-from prompts.wording import tone_instruction
+from prompts.wording import anniversary_years_ago, tone_instruction
 from scoring import strength as strength_kernel
 from scoring.mmr import mmr
 from scoring.rerank import StageTwoParams, salience_for, stage_two
@@ -52,6 +56,10 @@ log = logging.getLogger("feltsense.recall")
 SECONDS_PER_DAY = 86400.0
 MMR_POOL_FACTOR = 3
 REGISTER_CACHE_SIZE = 100_000
+LINE_CACHE_SIZE = 4096
+WindowSource = Literal["none", "passed", "stored"]
+TermStats = tuple[dict[str, float], int]
+"""Stage one's document frequency per query term, and the memories its legs counted, over the levels searched."""
 
 FactListings = dict[Partition, tuple[list[Memory], dict[str, MemoryState]]]
 Resolutions = Callable[[Partition, datetime], dict[str, Resolution]]
@@ -70,6 +78,7 @@ def stage_two_params(profile: TuningProfile, limit: int | None = None) -> StageT
         factual_half_life_days=scoring.factual_half_life_days,
         salience_base=scoring.salience_base,
         anchor_boost=scoring.anchor_boost,
+        anchor_feeling_share=scoring.anchor_feeling_share,
         tone_min_intensity=profile.tone.min_intensity,
         tone_max_valence=profile.tone.max_valence,
         standing_rule_salience=profile.tone.standing_rule_salience,
@@ -107,14 +116,45 @@ def strengths(
     )
 
 
-def anchor_matrix(matches: Sequence[tuple[str, ...]]) -> np.ndarray:
-    """Candidates x the distinct anchors the message named (case-folded): which candidate carries which."""
-    columns = {key: j for j, key in enumerate(dict.fromkeys(a.casefold() for found in matches for a in found))}
-    matrix = np.zeros((len(matches), len(columns)), dtype=bool)
-    for i, found in enumerate(matches):
+def anchor_matrix(
+    matches: Sequence[tuple[str, ...]], window_matches: Sequence[tuple[str, ...]] = (), *, window_weight: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Candidates x the distinct anchors the message (or the window) named, case-folded: which candidate carries
+    which, each anchor's weight (1 when the message named it for any candidate, else ``window_weight``), and the
+    anchors (case-folded) in column order."""
+    rows = [(*found, *(window_matches[i] if i < len(window_matches) else ())) for i, found in enumerate(matches)]
+    columns = {key: j for j, key in enumerate(dict.fromkeys(a.casefold() for found in rows for a in found))}
+    matrix = np.zeros((len(rows), len(columns)), dtype=bool)
+    for i, found in enumerate(rows):
         for anchor in found:
             matrix[i, columns[anchor.casefold()]] = True
-    return matrix
+    said = {a.casefold() for found in matches for a in found}
+    weights = np.array([1.0 if key in said else window_weight for key in columns])
+    return matrix, weights, list(columns)
+
+
+def anchor_rarity(anchors: Sequence[str], stats: TermStats | None) -> np.ndarray | None:
+    """Each anchor's rarity in the partitions searched, ln(N / df) / ln(N), its df the smallest document frequency
+    among its terms (stage one's statistics; an anchor with a term stage one did not search for counts as rare)."""
+    if stats is None:
+        return None
+    frequency, documents = stats
+    if documents <= 1:
+        return None
+    rarity = []
+    for anchor in anchors:
+        found = [frequency[t] for t in anchor_key(anchor) if t in frequency]
+        df = max(min(found), 1.0) if found else 1.0
+        rarity.append(math.log(documents / df) / math.log(documents))
+    return np.clip(np.array(rarity, dtype=np.float64), 0.0, 1.0)
+
+
+TIER_RANK = {"low": 0, "standard": 1, "high": 2}
+
+
+def told(tier: str, min_tier: str) -> bool:
+    """Whether a memory of ``tier`` is told to the character when the profile's lowest told tier is ``min_tier``."""
+    return TIER_RANK[tier] >= TIER_RANK[min_tier]
 
 
 def standing_bar(profile: TuningProfile, register: str) -> float:
@@ -146,6 +186,7 @@ class Recaller:
         self._counter = counter or default_counter()
         self._resolutions = resolutions
         self._register_cache: dict[str, str] = {}
+        self._line_vectors: dict[str, np.ndarray] = {}  # the window lines' vectors, oldest entry dropped first
         self._store = store
         self._embedder = embedder
         self._profiles = profiles
@@ -160,27 +201,41 @@ class Recaller:
         now = query.at or self._clock()
         exclude = None if query.include_current_session else query.session_id
 
+        window, window_source = self._window(query, partition, profile, now)
+        query_terms, term_weights = lexical_query(query.message, [t.text for t in window], profile.retrieval)
         mode: RecallMode = "hybrid"
-        vector = None
+        message_vector, window_vectors = None, None
         try:
-            vector = self._embedder.embed([query.message])[0]
+            message_vector, window_vectors = self._vectors(query.message, window, profile)
         except Exception as exc:  # any embedder failure degrades to lexical; the trace and the log say so
             mode = "lexical"
             notes.append(f"embedder failed ({type(exc).__name__}: {exc}); answered without the vector leg")
             log.warning("recall degraded to lexical for %s/%s: %s", query.character_id, query.user_id, exc)
+        vector, scale = query_vector(message_vector, window_vectors, profile.retrieval)
+        search = Query(vector=vector, cosine_scale=scale, terms=query_terms, term_weights=term_weights)
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
 
         mark = time.perf_counter()
         levels = visible(query.character_id, query.user_id)
         candidates: list[Candidate] = []
         counts: dict[str, int] = {}
+        thresholds: list[tuple[float | None, float | None]] = []
+        frequency: dict[str, float] = {}
+        documents = 0
         for _, level in levels:  # filters before ranking: each level is searched for what this user may see
-            found, level_counts = self._store.search(
-                level, query_vector=vector, query_text=query.message, params=profile.retrieval,
+            legs = self._store.search(
+                level, query_vector=vector, query_terms=query_terms, params=profile.retrieval,
                 exclude_session=exclude, created_before=now,
             )
-            candidates.extend(found)
-            for key, value in level_counts.items():
+            ranked = rank(legs, search, profile.retrieval)
+            documents += legs.documents
+            for term, df in zip(query_terms, legs.document_frequency.tolist(), strict=False):
+                frequency[term] = frequency.get(term, 0.0) + df
+            candidates.extend(ranked.candidates)
+            thresholds.append((ranked.vector_threshold, ranked.fused_floor))
+            for key, value in (("vector", ranked.vector), ("lexical", ranked.lexical),
+                               ("dropped_below_floor", ranked.dropped_below_floor),
+                               ("excluded_current_session", ranked.excluded_current_session)):
                 counts[key] = counts.get(key, 0) + value
         if mode == "lexical" and not candidates:
             mode = "substring"
@@ -207,7 +262,8 @@ class Recaller:
             partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
         )
         recalled, toned = self.stage_two(query, candidates, memories, traces, now, profile, limit=query.limit,
-                                         states=states, resolved=resolved, tone_candidates=toned_found)
+                                         states=states, resolved=resolved, tone_candidates=toned_found,
+                                         window=[t.text for t in window], term_stats=(frequency, documents))
         timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -218,7 +274,8 @@ class Recaller:
         in_prefix = {m.memory_id for m in (*pins, *facts)}
         context, context_trace = assemble(
             pins=pins, facts=facts, standing_rules=standing_rules, tone_constraints=tone_constraints,
-            memories=[m for m in recalled if m.memory_id not in in_prefix], now=now,
+            memories=[m for m in recalled if m.memory_id not in in_prefix and told(m.tier, profile.context.min_tier)],
+            now=now,
             budget=Budget(total_tokens=profile.context.budget_tokens, max_pin_tokens=profile.context.max_pin_tokens),
             counter=self._counter,
         )
@@ -233,6 +290,10 @@ class Recaller:
             fused_candidates=len(candidates),
             dropped_below_floor=counts.get("dropped_below_floor", 0),
             excluded_current_session=counts.get("excluded_current_session", 0),
+            window_turns=len(window),
+            window_source=window_source,
+            vector_threshold=thresholds[0][0] if thresholds and thresholds[0][0] is not None else None,
+            fused_floor=thresholds[0][1] if thresholds else None,
             standing_rule_memories=standing_count,
             resolved_tone_memories=resolved_count,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
@@ -251,6 +312,45 @@ class Recaller:
             context=context,
             trace=trace,
         )
+
+    def _window(
+        self, query: RecallQuery, partition: Partition, profile: TuningProfile, now: datetime
+    ) -> tuple[list[WindowTurn], WindowSource]:
+        """The conversation's last ``window_turns`` lines before the message: the request's when it passed them,
+        else the current session's stored turns up to the turn's time (only this user's, with this character; the
+        message itself left out when the runtime stored it first)."""
+        size = profile.retrieval.window_turns
+        if size == 0 or query.window == ():
+            return [], "none"
+        if query.window is not None:
+            return list(query.window[-size:]), "passed"
+        if query.session_id is None:
+            return [], "none"
+        turns = [t for t in self._store.get_turns(query.session_id)
+                 if t.character_id == partition.character_id and t.user_id == partition.user_id
+                 and t.timestamp <= now]
+        if turns and turns[-1].role == "user" and turns[-1].text.strip() == query.message.strip():
+            turns = turns[:-1]
+        lines = [WindowTurn(role=t.role, text=t.text) for t in turns[-size:]]
+        return lines, "stored" if lines else "none"
+
+    def _vectors(
+        self, message: str, window: Sequence[WindowTurn], profile: TuningProfile
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The message's vector and the window lines', embedded in one call; lines seen on earlier turns come from
+        a small cache, so a six-line window costs one new line a turn."""
+        lines = [t.text for t in window] if profile.retrieval.window_vector_weight > 0.0 else []
+        cache = self._line_vectors
+        missing = list(dict.fromkeys(line for line in lines if line not in cache and line != message))
+        rows = self._embedder.embed([message, *missing])
+        # The message is the next turn's window line: remembered with the lines.
+        for line, row in zip([message, *missing], rows, strict=True):
+            if len(cache) >= LINE_CACHE_SIZE:
+                cache.pop(next(iter(cache)))
+            cache[line] = row
+        if not lines:
+            return rows[0], None
+        return rows[0], np.stack([cache.get(line, rows[0]) for line in lines])
 
     def _fact_listing(
         self, partition: Partition, listings: FactListings
@@ -357,21 +457,28 @@ class Recaller:
         states: dict[str, MemoryState] | None = None,
         resolved: dict[str, Resolution] | None = None,
         tone_candidates: ToneCandidates | None = None,
+        window: Sequence[str] = (),
+        term_stats: TermStats | None = None,
     ) -> tuple[list[RecalledMemory], list[tuple[Memory, Trace, float]]]:
         """Stage two as recall runs it: arrays from the traces, anchor matching, the numpy kernel, strength and
         scope weights, then maximal marginal relevance over what ranked, and the results. ``resolved``: the
         memories a later memory resolved (not toned), by id. ``tone_candidates``: the partition's, so that the
-        standing bar is held against each memory's episode (its most intense moment), as the rules are."""
+        standing bar is held against each memory's episode (its most intense moment), as the rules are.
+        ``window``: the conversation's lines before the message; an anchor only they name boosts at
+        ``scoring.window_anchor_weight``. ``term_stats``: stage one's document frequencies of the query terms and the
+        number of memories searched, for each anchor's rarity in the partition (``anchor_rarity``)."""
         candidates = [c for c in candidates if c.memory_id in memories]
         states = states or {}
         resolved = resolved or {}
         if not candidates:
             return [], []
         message_terms = frozenset(terms(query.message))
+        window_terms = frozenset(t for line in window for t in terms(line)) | message_terms
         now_epoch = now.timestamp()
         n = len(candidates)
         complete: list[Trace | None] = []
         matches: list[tuple[str, ...]] = []
+        window_matches: list[tuple[str, ...]] = []
         relevance_, intensity_, valence_, created_, emotional_ = [], [], [], [], []
         bar_: list[float] = []
         for candidate in candidates:
@@ -386,12 +493,17 @@ class Recaller:
             emotional_.append(trace is not None and trace.kind is MemoryKind.EMOTIONAL)
             bar_.append(standing_bar(profile, trace.register) if trace is not None else np.inf)
             matches.append(matched_anchors(message_terms, trace.anchors) if trace and trace.anchors else ())
+            window_matches.append(
+                tuple(a for a in matched_anchors(window_terms, trace.anchors) if a not in matches[-1])
+                if trace and trace.anchors and window else ()
+            )
         relevance = np.array(relevance_)
         intensity = np.array(intensity_)
         valence = np.array(valence_)
         ages = (now_epoch - np.array(created_)) / SECONDS_PER_DAY
         emotional = np.array(emotional_, dtype=bool)
-        anchor_matches = anchor_matrix(matches)
+        anchor_matches, anchor_weights, anchor_columns = anchor_matrix(
+            matches, window_matches, window_weight=profile.scoring.window_anchor_weight)
         ordered_memories = [memories[c.memory_id] for c in candidates]
         # Strength moves the ranking within bounds: score x (1 - w + w x strength). As a full multiplier, a
         # months-old answer lost to last week's chatter by 5x whatever the question (measured on LoCoMo). A
@@ -415,7 +527,8 @@ class Recaller:
             relevance, intensity, valence, ages, emotional, anchor_matches, strength, scope_weight,
             stage_two_params(profile, n), standing_bar=np.array(bar_),
             resolved=np.array([c.memory_id in resolved for c in candidates], dtype=bool),
-            standing_intensity=standing_intensity,
+            standing_intensity=standing_intensity, anchor_weights=anchor_weights,
+            anchor_rarity=anchor_rarity(anchor_columns, term_stats),
         )
         order = ranked.order
         if profile.scopes.mmr_lambda < 1.0 and len(order) > 1:
@@ -439,6 +552,10 @@ class Recaller:
                     legs=candidate.legs,
                     trace=traces.get(memory.memory_id),
                     matched_anchors=matches[i],
+                    window_anchors=window_matches[i],
+                    tier=candidate.tier,
+                    calibrated_relevance=candidate.calibrated_relevance,
+                    relevance_lead=candidate.relevance_lead,
                     kind=memory.kind,
                     scope=memory.scope,
                     stale=bool(stale[i]),
@@ -546,7 +663,7 @@ class Recaller:
         kept = materialise(standing_rows)
         return (
             self._constraints(materialise(current_rows), standing=False),
-            self._constraints(kept, standing=True),
+            self._constraints(kept, standing=True, now=now, anniversary_window_days=tone.anniversary_window_days),
             sum(len(e) for e in kept),
             resolved_count,
         )
@@ -567,9 +684,13 @@ class Recaller:
 
     @staticmethod
     def _constraints(
-        episodes: Sequence[Sequence[tuple[Memory, Trace, float]]], *, standing: bool
+        episodes: Sequence[Sequence[tuple[Memory, Trace, float]]], *, standing: bool, now: datetime | None = None,
+        anniversary_window_days: float = 0.0,
     ) -> tuple[ToneConstraint, ...]:
-        """One constraint per episode; its most intense memory speaks for it."""
+        """One constraint per episode; its most intense memory speaks for it. A standing rule whose lead memory
+        was said within ``anniversary_window_days`` of a whole number of years before ``now`` says so ("This week
+        marks a year since then", ``prompts.wording.anniversary_years_ago``); on every other day its wording, and
+        so the prefix, is exactly what it always is."""
         constraints = []
         for rows in episodes:
             if not rows:
@@ -577,16 +698,21 @@ class Recaller:
             ordered = sorted(rows, key=lambda r: (-r[1].intensity, r[0].created_at))
             lead_memory, lead_trace, age = ordered[0]
             anchors = tuple(dict.fromkeys(a for _, t, _ in ordered for a in t.anchors))
+            years = (anniversary_years_ago(lead_memory.created_at, now, anniversary_window_days)
+                     if standing and now is not None else None)
             constraints.append(
                 ToneConstraint(
                     register=lead_trace.register,
                     anchors=anchors,
                     instruction=tone_instruction(lead_trace.register, anchors, text=lead_memory.text,
-                                                 age_days=age, standing=standing, said_at=lead_memory.created_at),
+                                                 age_days=age, standing=standing, said_at=lead_memory.created_at,
+                                                 anniversary_years=years,
+                                                 anniversary_window_days=anniversary_window_days),
                     source_memory_ids=tuple(m.memory_id for m, _, _ in ordered),
                     standing=standing,
                     intensity=lead_trace.intensity,
                     valence=min(t.valence for _, t, _ in ordered),
+                    anniversary_years=years,
                 )
             )
         constraints.sort(key=lambda c: (-c.intensity, c.source_memory_ids))

@@ -38,7 +38,17 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from engine.errors import InvalidInput
 from engine.ledger import Ledger
-from engine.models import REGISTERS, Identifier, RecallQuery, RecallResult, Role, ToneConstraint, Turn
+from engine.models import (
+    REGISTERS,
+    WINDOW_MAX_TURNS,
+    Identifier,
+    RecallQuery,
+    RecallResult,
+    Role,
+    ToneConstraint,
+    Turn,
+    WindowTurn,
+)
 from engine.ports import Classifier, Embedder
 from engine.service import Engine
 from engine.tuning import ProfileSource, TuningProfile
@@ -774,12 +784,14 @@ def replay(
         if session.index > 0:
             # The previous session closes as this one starts: its write-time pass sees nothing that follows.
             engine.close_session(transcript.session_id(session.index - 1), closed_at=session.start)
+        said: list[WindowTurn] = []  # the session so far: a runtime passes it with each recall
         for turn in session.turns:
             if turn.probe is not None:
                 query = RecallQuery(
                     character_id=transcript.character,
                     user_id=transcript.user,
                     message=turn.text,
+                    window=tuple(said[-WINDOW_MAX_TURNS:]),
                     session_id=session_id,
                     at=turn.at,
                 )
@@ -797,6 +809,7 @@ def replay(
                 results.append(result)
                 if on_result is not None:
                     on_result(result)
+            said.append(WindowTurn(role=turn.role, text=turn.text))
             engine.ingest(
                 [
                     Turn(

@@ -10,7 +10,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.models import Register
+from engine.models import Register, Tier
 
 
 class _Params(BaseModel):
@@ -27,6 +27,13 @@ with at least 5 sessions, so the best share, 2 of the 3 valid sessions above it)
 at FPR 0.63, standing bar 6 of its 9 sessions rated 5. Rerun and reset both when the classifier changes."""
 
 
+TIER_CALIBRATION = (-2.9, 22.65, 4.05)
+"""The relevance tiers' calibration (intercept, fused weight, lead weight), fitted by `feltsense eval window
+--calibrate` on the development set's window recalls (192 returned results, 95 of them expected memories; bands
+0-0.3 / 0.3-0.6 / 0.6-1 predicted 0.22 / 0.42 / 0.84, observed 0.23 / 0.40 / 0.86). Refit when stage one's fusion,
+the window constants or the embedder change."""
+
+
 class RetrievalParams(_Params):
     """Stage one: two legs (vector and lexical) fused into one ranked list (seed 000, "Two legs, one ranked list")."""
 
@@ -41,13 +48,74 @@ class RetrievalParams(_Params):
     )
     vector_weight: float = Field(default=0.5, ge=0.0, le=1.0, description="share of the vector leg in fusion")
     lexical_weight: float = Field(default=0.5, ge=0.0, le=1.0, description="share of the lexical leg in fusion")
-    fused_floor: float = Field(default=0.05, ge=0.0, le=1.0, description="fused relevance below which a hit drops")
+    fused_floor: float = Field(
+        default=0.02, ge=0.0, le=1.0,
+        description=(
+            "fused relevance below which a hit drops, unless it is the query's best (the floor is then the best)"
+        ),
+    )
     lexical_only_cap: float = Field(
         default=0.3, ge=0.0, le=1.0,
         description="most a hit found only by the lexical leg can score, so keyword stuffing cannot win",
     )
-    bm25_k1: float = Field(default=1.2, ge=0.0, le=3.0)
-    bm25_b: float = Field(default=0.75, ge=0.0, le=1.0)
+    bm25_k1: float = Field(default=1.2, ge=0.0, le=3.0, description="BM25 term-frequency saturation, both stores")
+    bm25_b: float = Field(default=0.75, ge=0.0, le=1.0, description="BM25 length normalisation, both stores")
+    vector_zero_margin: float = Field(
+        default=0.05, ge=0.0, le=1.0,
+        description=(
+            "the vector leg's normalised score is 0 this much cosine below the query's vector threshold (so a hit "
+            "right at the threshold still counts a little) and 1 at vector_full_similarity"
+        ),
+    )
+    vector_relative_margin: float = Field(
+        default=0.1, ge=0.0, le=2.0,
+        description=(
+            "the vector threshold adapts: a hit within this much cosine of the query's best match enters even below "
+            "vector_min_similarity, so a partition where every match is weak still returns its best"
+        ),
+    )
+    fused_relative_floor: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description=(
+            "the fused floor is relative too: a hit below this fraction of the query's best fused relevance drops, "
+            "so a strong match is not padded with noise and a weak partition still returns its best few"
+        ),
+    )
+    tier_high: float = Field(
+        default=0.6, ge=0.0, le=1.0,
+        description="calibrated relevance (a probability) at or above which a memory is a high-tier match",
+    )
+    tier_low: float = Field(
+        default=0.3, ge=0.0, le=1.0, description="calibrated relevance below which a memory is a low-tier match"
+    )
+    tier_intercept: float = Field(
+        default=TIER_CALIBRATION[0], ge=-50.0, le=50.0,
+        description="calibrated relevance = logistic(intercept + fused weight x fused + lead weight x lead)",
+    )
+    tier_fused_weight: float = Field(default=TIER_CALIBRATION[1], ge=-100.0, le=100.0,
+                                     description="the fused relevance's weight in the calibrated relevance")
+    tier_lead_weight: float = Field(
+        default=TIER_CALIBRATION[2], ge=-100.0, le=100.0,
+        description=(
+            "the weight of the lead (fused relevance minus the median of the query's best candidates) in the "
+            "calibrated relevance"
+        ),
+    )
+    window_turns: int = Field(
+        default=6, ge=0, le=50, description="lines of the conversation window (newest) the query reads; 0: none"
+    )
+    window_vector_weight: float = Field(
+        default=1.0, ge=0.0, le=10.0,
+        description="the window's weight in the query vector, the message's being 1 (cosines are averaged so)",
+    )
+    window_lexical_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description="a word only the window says counts this much in BM25, a word of the message 1",
+    )
+    window_recency: float = Field(
+        default=0.85, gt=0.0, le=1.0,
+        description="each older line of the window weighs this much of the one after it, in both legs",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> RetrievalParams:
@@ -55,6 +123,8 @@ class RetrievalParams(_Params):
             raise ValueError("vector_weight and lexical_weight must add up to 1")
         if self.vector_full_similarity <= self.vector_min_similarity:
             raise ValueError("vector_full_similarity must be above vector_min_similarity")
+        if self.tier_low > self.tier_high:
+            raise ValueError("tier_low must not be above tier_high")
         return self
 
 
@@ -93,6 +163,17 @@ class ScoringParams(_Params):
             "multiplier when the message names one of the memory's anchors, scaled by how rare the anchor is among "
             "the candidates: full for an anchor one memory carries, none for one they all carry"
         ),
+    )
+    anchor_feeling_share: float = Field(
+        default=1.0, ge=0.0, le=1.0,
+        description=(
+            "how much of the anchor boost depends on how the memory felt: 0, every memory that carries the anchor "
+            "gets it; 1, in proportion to its emotional intensity (a factual memory gets none)"
+        ),
+    )
+    window_anchor_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description="an anchor only the conversation window named gets this share of the anchor boost",
     )
 
 
@@ -153,6 +234,16 @@ class ToneParams(_Params):
     max_standing_rules: int = Field(
         default=8, ge=0, le=100,
         description="most standing rules in one system message; the most intense episodes (then newest) win",
+    )
+    anniversary_window_days: float = Field(
+        default=3.5, ge=0.0, le=60.0,
+        description=(
+            "a standing rule whose moment's anniversary (one or more whole years on, by the calendar; 29 February's "
+            "falls on 28 February in other years) is within this many days of today says so (\"This week marks a "
+            "year since then\"), so the character can be gentle, or acknowledge the day, unprompted. 3.5: the week "
+            "centred on the day (a wider window reads \"It is about a year since then\"). Only inside the window "
+            "does the prefix change; 0: never"
+        ),
     )
 
     @field_validator("loss_registers", "standing_registers")
@@ -262,6 +353,13 @@ class ContextParams(_Params):
     )
     max_pin_tokens: int = Field(
         default=400, ge=20, le=100_000, description="a canon record longer than this is cut at a paragraph"
+    )
+    min_tier: Tier = Field(
+        default="standard",
+        description=(
+            "the lowest relevance tier a recalled memory needs to be told to the character (Path B); recall still "
+            "returns the low-tier best matches, marked, for a runtime that wants them"
+        ),
     )
 
 

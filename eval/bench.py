@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.factory import build_classifier, build_embedder, build_engine
-from engine.models import RecallQuery, Turn
+from engine.models import RecallQuery, Turn, WindowTurn
 from engine.ports import Classifier, Embedder
 from engine.service import Engine
 from engine.settings import Settings
@@ -199,6 +199,12 @@ QUERIES = [
 ]
 
 
+REPLIES = (
+    "That sounds like a lot to carry.", "Oh, I love that!", "How did that make you feel?", "Tell me more about it.",
+    "I remember you mentioning that.", "That's wonderful news.", "Do you want to talk it through?",
+)
+
+
 class MemoEmbedder:
     """Wraps an embedder with a text -> vector memo, so a side-by-side run embeds each synthetic text once."""
 
@@ -237,8 +243,12 @@ def bench_recall(
     embedder: Embedder,
     classifier: Classifier,
     progress: Callable[[str], None] | None = None,
+    window: int = 0,
 ) -> dict[str, Any]:
     """Recall latency at ``memories`` memories in one partition, the query embedding included.
+
+    ``window``: each recall passes that many lines of conversation before its message, as a runtime does: the
+    previous turns' messages and a character reply after each, every reply a text never seen before.
 
     ``embedder`` may be a memo: each benchmark query is a text never seen before, so the query embedding is
     always computed for real inside the timed recall.
@@ -260,12 +270,22 @@ def bench_recall(
         at = turns[-1].timestamp + timedelta(days=1)
         # Each query is a new text (a counter suffix), so the memo never answers for the query embedding.
         query_texts = [f"{QUERIES[i % len(QUERIES)]} ({seed}-q{next(_RUNS)}-{i})" for i in range(queries + 10)]
+        lines: list[WindowTurn] = []
+
+        def ask(text: str) -> None:
+            engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at,
+                                      window=tuple(lines[-window:]) if window else ()))
+            if window:
+                lines.extend([WindowTurn(role="user", text=text),
+                              WindowTurn(role="character", text=f"{REPLIES[len(lines) % len(REPLIES)]} "
+                                                                f"({seed}-w{next(_RUNS)})")])
+
         for text in query_texts[:10]:  # warm-up: loads the partition index and the model's kernels
-            engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
+            ask(text)
         samples = []
         for text in query_texts[10:]:
             begin = time.perf_counter_ns()
-            engine.recall(RecallQuery(character_id="ava", user_id="bench-user", message=text, at=at))
+            ask(text)
             samples.append((time.perf_counter_ns() - begin) / 1e6)
         # The baseline: embedding alone, on texts of the same shape, also never seen before.
         run = next(_RUNS)  # the memo is shared by the stores of one run: every probe must be a new text
@@ -275,6 +295,7 @@ def bench_recall(
         return {
             "memories": memories,
             "queries": queries,
+            "window": window,
             "median_ms": round(median, 3),
             "p99_ms": round(p99, 3),
             "embed_only_median_ms": round(statistics.median(embed_samples) / 1000.0, 3),
@@ -300,6 +321,7 @@ def run_recall_benchmarks(
     weaviate: tuple[str, int] | None = None,
     progress: Callable[[str], None] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    windows: Sequence[int] = (0,),
 ) -> list[dict[str, Any]]:
     """Each size on each store, in one run, with one embedder and classifier shared by all of them."""
     settings = Settings()
@@ -311,11 +333,12 @@ def run_recall_benchmarks(
         for size in sizes:
             for store in stores:
                 factory = embedded_engine_factory(root) if store == "embedded" else _weaviate_factory(weaviate)
-                result = bench_recall(memories=size, queries=queries, engine_factory=factory, embedder=memo,
-                                      classifier=classifier, progress=progress)
-                results.append({"store": store, **result})
-                if on_result is not None:  # a long run shows each figure as soon as it is measured
-                    on_result(results[-1])
+                for window in windows:
+                    result = bench_recall(memories=size, queries=queries, engine_factory=factory, embedder=memo,
+                                          classifier=classifier, progress=progress, window=window)
+                    results.append({"store": store, **result})
+                    if on_result is not None:  # a long run shows each figure as soon as it is measured
+                        on_result(results[-1])
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return results

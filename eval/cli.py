@@ -13,6 +13,9 @@ handler, so ``feltsense --help`` and argument errors stay instant.
     feltsense eval anchors [--data PATH]         anchor extraction on labelled user turns: v1 and v2 P/R/F1
     feltsense eval standing-rules [--data PATH]  the standing tone rules at the end of each LoCoMo conversation
     feltsense eval tone-thresholds [--data PATH] choose the tone and standing bars on ESConv valid, score on test
+    feltsense eval window [--set dev|esconv]     window recall: message vs window vs cosine, hit@k, MRR, tiers
+                          [--sweep] [--calibrate] ... and, on the dev set, the window constants' grid and the
+                                                 relevance tiers' calibration
     feltsense bench scorer [--json]              stage two, 40 -> 6, against a plain-Python reference
     feltsense bench recall --memories N [--json] recall latency at N memories in one partition
     feltsense bench serve [--url U] [--json]     the HTTP service on loopback under concurrent recalls
@@ -216,6 +219,8 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     recall.add_argument("--memories", type=int, nargs="+", default=[10_000], metavar="N",
                         help="memories in the one partition (several values run one after another)")
     recall.add_argument("--queries", type=int, default=200)
+    recall.add_argument("--window", type=int, nargs="+", default=[0, 6], metavar="LINES",
+                        help="lines of conversation passed with each recall (several values run side by side)")
     recall.add_argument("--store", nargs="+", choices=["embedded", "weaviate"], default=["embedded"],
                         help="stores to measure side by side in one run")
     recall.add_argument("--weaviate-url", help="a running Weaviate server's HTTP address")
@@ -309,19 +314,21 @@ def handle_bench_recall(args: argparse.Namespace, runtime: Runtime) -> int:
             return EXIT_INVALID
         server = (args.weaviate_url, args.weaviate_grpc_port)
     def show(result: dict[str, Any]) -> None:
-        print_result(f"recall on {result['store']} at {result['memories']} memories (milliseconds)", result,
+        print_result(f"recall on {result['store']} at {result['memories']} memories, {result['window']}-line window "
+                     "(milliseconds)", result,
                      as_json=False)
         runtime.stdout.flush()
 
     results = run_recall_benchmarks(
-        args.memories, args.store, queries=args.queries, weaviate=server,
+        args.memories, args.store, queries=args.queries, weaviate=server, windows=args.window,
         progress=lambda msg: print(msg, file=runtime.stderr, flush=True), on_result=show,
     )
     if len(results) > 1:
         print("side by side (median / p99 ms):")
         for size in args.memories:
             row = [r for r in results if r["memories"] == size]
-            print(f"  {size:>8}  " + "   ".join(f"{r['store']}: {r['median_ms']:.2f} / {r['p99_ms']:.2f}" for r in row))
+            print(f"  {size:>8}  " + "   ".join(f"{r['store']} w{r['window']}: {r['median_ms']:.2f} / {r['p99_ms']:.2f}"
+                                           for r in row))
     if args.json:
         for result in results:
             print(json.dumps(result))
@@ -362,6 +369,70 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add_classifier_eval(eval_commands)
     _add_facts_eval(eval_commands)
     _add_anchors_eval(eval_commands)
+    _add_window_eval(eval_commands)
+
+
+def _add_window_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    window = eval_commands.add_parser(
+        "window", help="window recall: the message alone, the conversation window, two cosine baselines",
+        description=(
+            "Ingest each user's memories into a fresh embedded engine and ask every probe four ways in one run: "
+            "recall with the message alone (window=[]), recall with the conversation window, and plain cosine "
+            "over the memories with the message, or the last three lines, as query. Reports hit@1/3/6 and MRR "
+            "(overall and per group), the top tier of probes expecting no memory, and per tier the share of "
+            "results that were expected. --set dev (eval/data/recall_dev.yaml) is the development set the window "
+            "constants are chosen on (--sweep); --set esconv builds probes from ESConv (evaluation only: report "
+            "it, choose nothing on it). Exit status 2 when the data is missing or malformed."
+        ),
+    )
+    window.add_argument("--set", choices=["dev", "esconv"], default="dev", dest="source",
+                        help="the hand-written development set (default) or ESConv")
+    window.add_argument("--split", choices=["test", "valid"], default="test", help="ESConv's split (default test)")
+    window.add_argument("--data", type=Path, metavar="PATH",
+                        help="the dev set's YAML (default eval/data/recall_dev.yaml) or the folder holding "
+                             "ESConv's {test,valid}.jsonl (default ../shared/data/esconv)")
+    window.add_argument("--limit", type=int, metavar="N",
+                        help="only the first N users (dev) or dialogues (ESConv), for a quick run")
+    window.add_argument("--sweep", action="store_true",
+                        help="dev set only: also score the window method over a grid of window_vector_weight, "
+                             "window_lexical_weight and window_turns")
+    window.add_argument("--calibrate", action="store_true",
+                        help="dev set only: also fit the relevance tiers' calibration (tier_intercept, "
+                             "tier_fused_weight, tier_lead_weight) on what the window method returns")
+    window.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write the results as JSON")
+    window.set_defaults(handler=handle_eval_window)
+
+
+def handle_eval_window(args: argparse.Namespace, runtime: Runtime) -> int:
+    def fail(message: str) -> int:
+        print(f"feltsense eval window: {message}", file=runtime.stderr)
+        return EXIT_INVALID
+
+    if args.calibrate and args.source != "dev":
+        return fail("--calibrate fits constants, so it runs on the development set only (--set dev); ESConv is "
+                    "evaluation only")
+    if args.sweep and args.source != "dev":
+        return fail("--sweep chooses constants, so it runs on the development set only (--set dev); ESConv is "
+                    "evaluation only")
+    if args.limit is not None and args.limit < 1:
+        return fail("--limit must be at least 1")
+    from eval.window_eval import DEV_SET, ESCONV_DIR, WindowDataError, measure
+
+    data = args.data if args.data is not None else (DEV_SET if args.source == "dev" else ESCONV_DIR)
+    if not data.exists():
+        return fail(f"no data at {data}")
+    try:
+        result = measure(args.source, data=args.data, split=args.split, limit=args.limit, sweep=args.sweep,
+                         calibrate=args.calibrate, out=runtime.stdout, err=runtime.stderr)
+    except WindowDataError as exc:
+        return fail(str(exc))
+    except Exception:
+        traceback.print_exc(file=runtime.stderr)
+        print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
+        return EXIT_ERROR
+    if args.json_path is not None and not _wrote_json(args.json_path, result, runtime):
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def _add_classifier_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.retrieval import Query, lexical_query, rank
+from engine.retrieval import query_vector as to_query_vector
 from engine.text import terms
 from scoring.fusion import bm25, bm25_idf
 
@@ -403,9 +405,12 @@ def evaluate_conversation(
         dense = top_k(np.nan_to_num(vectors @ query_vector.astype(np.float64), nan=-1.0), max(KS))
         out["dense"].append(score(question, [slot_of[memory_ids[i]] for i in dense]))
         out["bm25"].append(score(question, [slot_of[memory_ids[i]] for i in lexical.rank(question.text, max(KS))]))
-        candidates, _ = engine.store.search(partition, query_vector=query_vector, query_text=question.text,
-                                            params=params, exclude_session=None, created_before=at)
-        out["stage1"].append(score(question, slots(c.memory_id for c in candidates)))
+        query_terms, weights = lexical_query(question.text, (), params)
+        unit, scale = to_query_vector(query_vector, None, params)
+        legs = engine.store.search(partition, query_vector=unit, query_terms=query_terms,
+                                   params=params, exclude_session=None, created_before=at)
+        ranked = rank(legs, Query(vector=unit, cosine_scale=scale, terms=query_terms, term_weights=weights), params)
+        out["stage1"].append(score(question, slots(c.memory_id for c in ranked.candidates)))
         recalled = engine.recall(RecallQuery(character_id=CHARACTER_ID, user_id=conversation.sample_id,
                                              message=question.text, at=at, limit=max(KS),
                                              include_current_session=True))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 
 TONE_TEMPLATES: dict[str, str] = {
     "grief": (
@@ -278,11 +278,77 @@ def date_in_words(when: datetime) -> str:
     return f"on {when.day} {when.strftime('%B %Y')}"
 
 
+# -- anniversaries ----------------------------------------------------------------------------------------------
+
+# Register -> the sentence a standing rule gains around the anniversary of its moment. {since} is "This week marks
+# a year since then" ("two years", "13 years"; "It is about a year since then" for a window wider than a week). A
+# loss may be acknowledged, gently; a shame never is: the character is kind and does not raise it.
+ANNIVERSARY_TEMPLATES: dict[str, str] = {
+    "grief": (
+        "{since}: the anniversary may weigh on them even if they do not mention it, so be especially gentle, and "
+        "if it feels right, acknowledge it softly."
+    ),
+    "sadness": (
+        "{since}: it may be on their mind even if they do not mention it, so be especially warm, and if it feels "
+        "right, acknowledge it softly."
+    ),
+    "shame": "{since}: it may be on their mind, so be especially kind, and do not bring it up.",
+}
+DEFAULT_ANNIVERSARY_TEMPLATE = (
+    "{since}: it may be on their mind even if they do not mention it, so be especially careful."
+)
+ANNIVERSARY_WEEK_DAYS = 3.5
+"""A window of at most this many days either side of the day reads "This week" (seven days, centred on it); a wider
+one reads "It is about"."""
+
+
+def _on_the_day_in(day: date, year: int) -> date:
+    """``day``'s calendar day in ``year``: 29 February falls on 28 February in a year without one."""
+    try:
+        return day.replace(year=year)
+    except ValueError:
+        return day.replace(year=year, day=28)
+
+
+def anniversary_years_ago(said_at: datetime, now: datetime, window_days: float) -> int | None:
+    """How many whole years (one or more) ago ``said_at`` was when ``now`` is within ``window_days`` calendar days
+    of its anniversary, else None; a window of 0 never matches.
+
+    Calendar days, not elapsed time: the anniversary of 2 March is 2 March whatever the hour (in ``now``'s time
+    zone), across a year's end too (30 December is within a few days of 2 January), and a moment on 29 February
+    has its anniversary on 28 February in a year without a 29th. The answer depends only on the date, so the
+    rule's wording changes on the window's first and last days and on no others."""
+    if window_days <= 0:
+        return None
+    if said_at.tzinfo is not None and now.tzinfo is not None:
+        said_at = said_at.astimezone(now.tzinfo)
+    moment, today = said_at.date(), now.date()
+    years = today.year - moment.year
+    for n in (years - 1, years, years + 1):  # the window is under a year: the nearest anniversary is among these
+        if n >= 1 and abs((today - _on_the_day_in(moment, moment.year + n)).days) <= window_days:
+            return n
+    return None
+
+
+def anniversary_sentence(register: str, years: int, window_days: float = ANNIVERSARY_WEEK_DAYS) -> str:
+    """The sentence a standing rule gains around its moment's anniversary: "This week marks a year since then:
+    ...". The same on every day of the window, so the prefix changes only as the window opens and closes."""
+    template = ANNIVERSARY_TEMPLATES.get(register, DEFAULT_ANNIVERSARY_TEMPLATE)
+    span = "a year" if years == 1 else _count(years, "year")
+    lead = "This week marks" if window_days <= ANNIVERSARY_WEEK_DAYS else "It is about"
+    return template.format(since=f"{lead} {span} since then")
+
+
 def tone_instruction(register: str, anchors: Sequence[str], *, text: str, age_days: float, standing: bool,
-                     said_at: datetime | None = None) -> str:
+                     said_at: datetime | None = None, anniversary_years: int | None = None,
+                     anniversary_window_days: float = ANNIVERSARY_WEEK_DAYS) -> str:
     """A tone rule's wording. A standing rule names the date it comes from (``said_at``) rather than an age,
-    so it reads the same every turn and the stable prefix stays byte-identical."""
+    so it reads the same every turn and the stable prefix stays byte-identical. Around that date's anniversary
+    (``anniversary_years`` ago, within ``anniversary_window_days``; see ``anniversary_years_ago``) a standing rule
+    says so in one more sentence (``anniversary_sentence``); a rule that is not standing never does."""
     template = TONE_TEMPLATES.get(register, DEFAULT_TONE_TEMPLATE)
     age = date_in_words(said_at) if standing and said_at is not None else age_in_words(age_days)
     body = template.format(age=age[:1].upper() + age[1:], anchors=anchor_phrase(anchors), quote=quote(text))
+    if standing and anniversary_years is not None and anniversary_years >= 1:
+        body = f"{body} {anniversary_sentence(register, anniversary_years, anniversary_window_days)}"
     return body

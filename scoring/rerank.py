@@ -45,6 +45,7 @@ class StageTwoParams:
     tone_max_valence: float
     standing_rule_salience: float
     standing_min_intensity: float = 0.0
+    anchor_feeling_share: float = 0.0  # how much of the anchor boost depends on the memory's felt intensity
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +75,18 @@ def salience_for(
     )
 
 
-def anchor_specificity(anchor_matches: NDArray[np.bool_]) -> F64:
+def anchor_specificity(
+    anchor_matches: NDArray[np.bool_], anchor_weights: F64 | None = None, anchor_rarity: F64 | None = None
+) -> F64:
     """Per candidate, how rare the rarest anchor it shares with the message is among the candidates, in [0, 1].
 
     ``anchor_matches`` is candidates x anchors (which of the message's anchors each candidate carries); a 1-D
     array is one anchor. An anchor carried by ``d`` of ``n`` candidates has specificity ln(n / d) / ln(n): 1 when
-    only one candidate carries it, 0 when all do. A candidate without a match has 0.
+    only one candidate carries it, 0 when all do, times the anchor's weight (``anchor_weights``: 1 for an anchor
+    the message names, less for one only the conversation window names; all 1 when None). ``anchor_rarity``, when
+    given, is each anchor's rarity in the whole partition, ln(N / df) / ln(N) over its memories: the lower of the
+    two rarities counts, so a name half the partition carries (a speaker's own name) boosts nothing even when few
+    of the candidates carry it. A candidate without a match has 0.
     """
     matches = np.asarray(anchor_matches, dtype=bool)
     if matches.ndim == 1:
@@ -87,6 +94,10 @@ def anchor_specificity(anchor_matches: NDArray[np.bool_]) -> F64:
     n = matches.shape[0]
     carried = np.maximum(matches.sum(axis=0), 1)
     per_anchor = np.ones(matches.shape[1]) if n <= 1 else np.log(n / carried) / np.log(n)
+    if anchor_rarity is not None:
+        per_anchor = np.minimum(per_anchor, anchor_rarity)
+    if anchor_weights is not None:
+        per_anchor = per_anchor * anchor_weights
     best: F64 = np.where(matches, per_anchor, 0.0).max(axis=1, initial=0.0)
     return best
 
@@ -105,6 +116,8 @@ def stage_two(
     standing_bar: F64 | None = None,
     resolved: NDArray[np.bool_] | None = None,
     standing_intensity: F64 | None = None,
+    anchor_weights: F64 | None = None,
+    anchor_rarity: F64 | None = None,
 ) -> StageTwoResult:
     """Rank the candidates; ``anchor_matches`` is candidates x the message's anchors (see ``anchor_specificity``).
 
@@ -116,7 +129,9 @@ def stage_two(
     salience, half_life = salience_for(intensity, age_days, is_emotional, params)
     ranking_salience = np.where(is_emotional, np.maximum(salience, params.factual_salience), salience)
     salience_weight = params.salience_base + (1.0 - params.salience_base) * ranking_salience
-    boost = 1.0 + (params.anchor_boost - 1.0) * anchor_specificity(anchor_matches)
+    feeling = np.where(is_emotional, intensity, 0.0)
+    felt = 1.0 - params.anchor_feeling_share + params.anchor_feeling_share * feeling
+    boost = 1.0 + (params.anchor_boost - 1.0) * anchor_specificity(anchor_matches, anchor_weights, anchor_rarity) * felt
     score = relevance * salience_weight * boost * strength * scope_weight
     toned, standing = tone_masks(
         intensity, valence, salience, is_emotional, min_intensity=params.tone_min_intensity,

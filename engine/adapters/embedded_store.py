@@ -34,11 +34,9 @@ from engine.models import (
     TraceStatus,
     Turn,
 )
-from engine.ports import ToneCandidates
-from engine.retrieval import fuse_legs
+from engine.ports import LegScores, ToneCandidates
 from engine.text import terms, words
 from engine.tuning import RetrievalParams
-from scoring.fusion import bm25, bm25_idf
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,7 +64,8 @@ CREATE TABLE IF NOT EXISTS memories (
     vector BLOB,
     kind TEXT NOT NULL DEFAULT 'turn',
     scope TEXT NOT NULL DEFAULT 'user',
-    fact TEXT
+    fact TEXT,
+    preceding TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS memories_partition ON memories (character_id, user_id, seq);
 CREATE INDEX IF NOT EXISTS memories_session ON memories (session_id, seq);
@@ -96,11 +95,13 @@ CREATE TABLE IF NOT EXISTS sessions (
 """
 
 
+POOL_FACTOR = 3  # the vector leg brings this many times params.candidates into the pool, by cosine
 STATUS_CODE = {"active": 0, "archived": 1, "provisional": 2, "revoked": 3}
 MIGRATIONS = (  # columns added after the first release, for data directories made before them
     ("memories", "kind", "TEXT NOT NULL DEFAULT 'turn'"),
     ("memories", "scope", "TEXT NOT NULL DEFAULT 'user'"),
     ("memories", "fact", "TEXT"),
+    ("memories", "preceding", "TEXT NOT NULL DEFAULT ''"),
 )
 
 
@@ -170,6 +171,8 @@ class _PartitionIndex:
         self.doc_length.append(0.0)
         self.status.append(STATUS_CODE["active"])
         self._index_text(row, memory.text)
+        if memory.preceding:  # the turn before joins the lexical document: an answer is found by its question
+            self._index_text(row, memory.preceding)
 
     def set_state(self, state: MemoryState) -> None:
         row = self._rows.get(state.memory_id)
@@ -258,7 +261,14 @@ class _PartitionIndex:
             raw = self.postings.get(term)
             if raw is None:
                 return None
-            cached = (np.asarray(raw[0], dtype=np.intp), np.asarray(raw[1], dtype=np.float64))
+            rows, tfs = np.asarray(raw[0], dtype=np.intp), np.asarray(raw[1], dtype=np.float64)
+            if len(rows) > 1 and bool((np.diff(rows) <= 0).any()):
+                # A fact sentence indexed after later memories puts its row out of order, maybe twice: one
+                # entry per row, ascending, with the term frequencies summed.
+                order = np.argsort(rows, kind="stable")
+                rows, starts = np.unique(rows[order], return_index=True)
+                tfs = np.add.reduceat(tfs[order], starts)
+            cached = (rows, tfs)
             self._cache[term] = cached
         return cached
 
@@ -364,11 +374,13 @@ class EmbeddedStore:
     def _insert_memory(self, memory: Memory, vector: NDArray[np.float32] | None) -> bool:
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO memories (memory_id, turn_id, session_id, character_id, user_id, "
-            "text, context, created_at, vector, kind, scope, fact) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "text, context, created_at, vector, kind, scope, fact, preceding) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (memory.memory_id, memory.turn_id, memory.session_id, memory.character_id,
              memory.user_id, memory.text, memory.context, _ts(memory.created_at),
              None if vector is None else np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
-             memory.kind, memory.scope, None if memory.fact is None else memory.fact.model_dump_json()),
+             memory.kind, memory.scope, None if memory.fact is None else memory.fact.model_dump_json(),
+             memory.preceding),
         )
         return cursor.rowcount == 1
 
@@ -442,8 +454,14 @@ class EmbeddedStore:
                     list(memory_ids),
                 )
             }
+            said = self._db.execute(
+                f"SELECT session_id, text FROM memories WHERE memory_id IN ({placeholders})", list(memory_ids)
+            ).fetchall()
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                # A forgotten turn's words leave the lexical document of the turn after it too.
+                self._db.executemany("UPDATE memories SET preceding = '' WHERE session_id = ? AND preceding = ?",
+                                     [(session_id, text) for session_id, text in said])
                 self._db.execute(f"DELETE FROM traces WHERE memory_id IN ({placeholders})", list(memory_ids))
                 self._db.execute(f"DELETE FROM states WHERE memory_id IN ({placeholders})", list(memory_ids))
                 self._db.execute(f"DELETE FROM memories WHERE memory_id IN ({placeholders})", list(memory_ids))
@@ -491,16 +509,17 @@ class EmbeddedStore:
         ]
 
     _MEMORY_COLUMNS = (
-        "memory_id, turn_id, session_id, character_id, user_id, text, context, created_at, kind, scope, fact"
+        "memory_id, turn_id, session_id, character_id, user_id, text, context, created_at, kind, scope, fact, "
+        "preceding"
     )
-    _WIDTH = 11
+    _WIDTH = 12
 
     @staticmethod
     def _memory(row: Sequence[str]) -> Memory:
         return Memory(memory_id=row[0], turn_id=row[1], session_id=row[2], character_id=row[3], user_id=row[4],
                       text=row[5], context=row[6], created_at=_parse_ts(row[7]), kind=row[8],
                       scope=row[9],
-                      fact=None if row[10] is None else FactInfo.model_validate_json(row[10]))
+                      fact=None if row[10] is None else FactInfo.model_validate_json(row[10]), preceding=row[11])
 
     def session_memories(self, session_id: str) -> list[Memory]:
         with self._lock:
@@ -650,76 +669,55 @@ class EmbeddedStore:
         partition: Partition,
         *,
         query_vector: NDArray[np.float32] | None,
-        query_text: str,
+        query_terms: Sequence[str],
         params: RetrievalParams,
         exclude_session: str | None,
         created_before: datetime,
         include_archived: bool = False,
-    ) -> tuple[list[Candidate], dict[str, int]]:
+    ) -> LegScores:
         with self._lock:
             index = self._index(partition)
             n = index.size
-            counts = {"vector": 0, "lexical": 0, "fused": 0, "dropped_below_floor": 0, "excluded_current_session": 0}
             if n == 0:
-                return [], counts
-            allowed, counts["excluded_current_session"] = index.allowed(exclude_session, created_before,
-                                                                        include_archived)
-            cosine = np.full(n, -1.0)
+                return LegScores.empty(len(query_terms))
+            allowed, excluded = index.allowed(exclude_session, created_before, include_archived)
+            doc_length, _ = index.arrays()
+            postings = [index.posting(term) for term in query_terms]
+            lexical_rows = [p[0] for p in postings if p is not None]
+            in_pool = np.zeros(n, dtype=bool)
+            if lexical_rows:
+                in_pool[np.concatenate(lexical_rows)] = True
+            cosine = np.full(n, np.nan)
             if query_vector is not None:
-                cosine = (index.vectors[:n] @ query_vector.astype(np.float32)).astype(np.float64)
-            lexical = self._bm25(index, query_text, params)
-            vector_hit = allowed & index.embedded_mask() & (cosine >= params.vector_min_similarity)
-            lexical_hit = allowed & (lexical > 0.0)
-            relevance, keep = fuse_legs(cosine, lexical, vector_hit, lexical_hit, params,
-                                        have_vector=query_vector is not None)
-            counts["vector"] = int(np.count_nonzero(vector_hit))
-            counts["lexical"] = int(np.count_nonzero(lexical_hit))
-            hits = vector_hit | lexical_hit
-            counts["dropped_below_floor"] = int(np.count_nonzero(hits & ~keep))
-            rows = np.flatnonzero(keep)
-            if len(rows) > params.candidates:
-                # Keep everything that ties with the 40th, so the stable sort below decides ties by insertion order.
-                cutoff = np.partition(relevance[rows], len(rows) - params.candidates)[len(rows) - params.candidates]
-                rows = rows[relevance[rows] >= cutoff]
-            # Best first; ties by insertion order, so the same store answers the same query the same way.
-            rows = rows[np.argsort(-relevance[rows], kind="stable")][: params.candidates]
-            counts["fused"] = len(rows)
-            candidates = []
-            for row in rows.tolist():
-                legs = tuple(leg for leg, hit in ((Leg.VECTOR, vector_hit[row]), (Leg.LEXICAL, lexical_hit[row]))
-                             if hit)
-                candidates.append(Candidate(
-                    memory_id=index.memory_ids[row],
-                    relevance=float(relevance[row]),
-                    vector_score=float(cosine[row]) if vector_hit[row] else None,
-                    lexical_score=float(lexical[row]) if lexical_hit[row] else None,
-                    legs=legs,
-                ))
-            return candidates, counts
-
-    @staticmethod
-    def _bm25(index: _PartitionIndex, query_text: str, params: RetrievalParams) -> NDArray[np.float64]:
-        """BM25 normalised to [0, 1] by the query's own idf mass: 1 means every query term matched once."""
-        n = index.size
-        scores = np.zeros(n)
-        query_terms = list(dict.fromkeys(terms(query_text)))
-        if not query_terms:
-            return scores
-        doc_length, _ = index.arrays()
-        average = index.average_doc_length
-        idf_mass = 0.0
-        for term in query_terms:
-            posting = index.posting(term)
-            # A word no memory has counts as if one memory had it: otherwise one unknown word in a chatty
-            # message would outweigh every word that did match.
-            frequency = 1 if posting is None else len(posting[0])
-            idf = float(bm25_idf(np.array(float(frequency)), n))
-            idf_mass += idf
-            if posting is not None:
-                rows, tf = posting
-                scores[rows] += bm25(tf, doc_length[rows], idf=idf, average_doc_length=average,
-                                     k1=params.bm25_k1, b=params.bm25_b)
-        return np.minimum(scores / idf_mass, 1.0) if idf_mass > 0 else scores
+                embedded = allowed & index.embedded_mask()
+                rows = np.flatnonzero(embedded)
+                if len(rows):
+                    scores = (index.vectors[rows] @ query_vector.astype(np.float32)).astype(np.float64)
+                    # The pool: every lexical match, and the best by cosine. A memory outside it has neither a
+                    # query term nor a cosine among the best ``pool`` and cannot rank above those that do.
+                    pool = min(len(rows), params.candidates * POOL_FACTOR)
+                    best = rows[np.argpartition(-scores, pool - 1)[:pool]] if pool < len(rows) else rows
+                    cosine[rows] = scores
+                    in_pool[best] = True
+            in_pool &= allowed
+            rows = np.flatnonzero(in_pool)  # ascending: ingest order breaks ties
+            tf = np.zeros((len(rows), len(query_terms)))
+            for j, posting in enumerate(postings):
+                if posting is not None:
+                    where = np.searchsorted(rows, posting[0])
+                    found = where < len(rows)
+                    found[found] = rows[where[found]] == posting[0][found]
+                    tf[where[found], j] = posting[1][found]
+            return LegScores(
+                memory_ids=[index.memory_ids[r] for r in rows.tolist()],
+                cosine=cosine[rows],
+                term_frequency=tf,
+                doc_length=doc_length[rows],
+                document_frequency=np.array([0.0 if p is None else float(len(p[0])) for p in postings]),
+                documents=n,
+                average_doc_length=index.average_doc_length,
+                excluded_current_session=excluded,
+            )
 
     def substring_search(
         self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,

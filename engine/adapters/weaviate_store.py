@@ -1,4 +1,4 @@
-"""The Weaviate store (weaviate-client v4): the same port as the embedded default, with stage one run by Weaviate.
+"""The Weaviate store (weaviate-client v4): the same port as the embedded default; Weaviate picks stage one's pool.
 
 Collections (``{P}`` is the collection prefix, ``Feltsense`` by default)
     ``{P}Memory_<model>_<dim>``  memories and their traces, self-provided vectors (cosine, flat index), one
@@ -14,43 +14,85 @@ Collections (``{P}`` is the collection prefix, ``Feltsense`` by default)
 Multi-tenancy, and why only memories use it
     Memories are what recall searches, so they get the isolation: a tenant per partition, created
     automatically on first write. A query names its tenant in the request, so a search cannot reach another
-    user's memories even if a filter were forgotten; each tenant is its own shard, so its BM25 statistics
-    (document frequencies, average length) and its vector index are the partition's own, exactly as the
-    embedded store's per-partition indexes are; deleting a user is deleting a tenant, and idle tenants can be
+    user's memories even if a filter were forgotten; each tenant is its own shard, so its vector index and
+    inverted index are the partition's own, as the embedded store's per-partition indexes are (stage one's
+    statistics are counted per tenant too, below); deleting a user is deleting a tenant, and idle tenants can be
     offloaded. Turns, sessions and the directory are not multi-tenant because the port looks them up by ids
     alone (``get_turns(session_id)``, ``get_memories(ids)``, ``pending_sessions()``, ``unembedded()``), ids
     are global as in the embedded store (a turn id is stored once, whoever sends it), and they are never
     searched. The directory is how an id-only call finds a memory's tenant; the ids recall and the writer use
     were almost always seen moments before (by ``search``, ``tone_candidates`` or ``session_memories``), so
-    an in-process cache answers first and memories (immutable once stored) are served from it.
+    an in-process cache answers first and memories are served from it (their content never changes; only a
+    deletion clears the ``preceding`` of the turn after, which another process's cache may show until evicted).
 
-Stage one is one hybrid query
-    BM25 over a ``terms`` property plus the query vector, relative-score fusion, ``alpha`` =
-    ``vector_weight`` (kept strictly between 0 and 1, where Weaviate would skip a leg), the partition as
-    the tenant and ``session_id != exclude_session`` and ``created_at <= created_before`` as filters, so
-    nothing outside what recall may see comes back. ``terms`` holds the memory's index terms and those of
-    its trace's facts as ``engine.text.terms`` makes them (stopwords out, light stemming) and the collection
-    uses no stopword list, so Weaviate's BM25 sees the very terms the embedded store indexes.
+Stage one: Weaviate chooses the pool, the engine ranks it
+    ``search`` returns raw leg material (``engine.ports.LegScores``) and ``engine.retrieval.rank`` ranks it
+    with ``scoring.fusion``: the same code, fed the same numbers, as for the embedded store. Nothing Weaviate
+    scores decides a rank; it decides only which memories are looked at.
 
-    The vector threshold is applied here, not sent as ``max_vector_distance``: Weaviate drops every hybrid
-    result that is not among the vector hits when that is set (weaviate/weaviate#5664, #10350), which would
-    lose lexical-only hits, among them every memory stored while the embedder was down. The query asks for
-    twice ``params.candidates`` results so that the threshold and the floor below still leave enough.
+    The pool is one hybrid query: BM25 over the ``terms`` property with the distinct query terms (space
+    separated) plus the query vector, relative-score fusion, ``alpha`` = ``vector_weight`` (kept strictly
+    between 0 and 1, where Weaviate would skip a leg; BM25 alone without a query vector), the partition as
+    the tenant and what recall may not see filtered out (``_visible``: the caller's current session, the
+    future, provisional and revoked memories, archived ones unless ``include_archived``), and
+    ``params.candidates * POOL_FACTOR`` results. No ``max_vector_distance``: Weaviate drops every hybrid
+    result that is not among the vector hits when it is set (weaviate/weaviate#5664, #10350), which would
+    lose lexical-only hits, among them every memory stored while the embedder was down. Rows are returned in
+    ingest order (``seq``), which breaks ranking ties, as in the embedded store.
 
-    Relevance comes from ``explain_score``, which gives each result's original score in each leg it was
-    found by: the cosine similarity for ``vector,hybridVector`` and the raw BM25 for ``keyword,bm25``. A
-    result is a vector hit when its cosine is at least ``vector_min_similarity`` (``vector_score`` is that
-    cosine) and a lexical hit when its BM25 is positive (``lexical_score`` is its BM25 divided by the best
-    BM25 of the result set, so 1 is the best lexical match). The two go through ``scoring.fusion.fuse``,
-    the embedded store's own fusion: the cosine normalised between ``vector_min_similarity`` and
-    ``vector_full_similarity``, the profile's weights, the lexical-only cap and the fused floor. Results are
-    re-ranked by that relevance (Weaviate's own fused score only chooses which results come back). The
-    backends differ in one place: the embedded store divides BM25 by the query terms' idf mass, which
-    Weaviate does not report, so here the lexical leg is relative to the best match.
+    Per pool memory: its cosine is the vector leg's original score in ``explain_score`` (NaN where the result
+    was not a vector-leg result: it has no vector, or only the lexical leg found it); its term frequencies
+    and document length are counted here from its ``terms`` property, which holds ``engine.text.terms`` of
+    the memory's text, of the turn before it (``Memory.preceding``) and of each distinct fact sentence of its
+    trace: the very terms the embedded store indexes. So BM25 is computed in ``scoring.fusion`` with the
+    profile's ``bm25_k1`` and ``bm25_b`` on both backends; the collection's own BM25 settings (the profile
+    defaults) only shape which memories enter the pool.
 
-    The counts describe the results of that one query; ``excluded_current_session`` would take a second
-    query and is left out. ``bm25_k1`` and ``bm25_b`` are collection settings in Weaviate (1.2 and 0.75, the
-    profile defaults), not per-query ones, so a profile that changes them changes only the embedded store.
+    The backends differ only in the pool of a large partition. The embedded store's pool holds every memory
+    a query term occurs in and the best ``candidates * POOL_FACTOR`` by cosine, each with its cosine; here it
+    is Weaviate's best ``candidates * POOL_FACTOR`` by its own fused score (each leg brings at least
+    max(100, that many) before the cut), so a weak lexical match can stay out, and a lexical match the vector
+    leg did not reach has no cosine (so the lexical-only cap applies to it). While a partition's visible
+    memories fit in the pool, the pools are the same (the contract tests check it). Measured at 10,000
+    memories (DailyDialog lines with MiniLM, 200 queries with a window): 89% of the embedded store's top 40
+    are in this store's top 40 and the best candidate is the same for 199 of 200; of the misses, 29% are in
+    the pool without a cosine (reading their vectors too would cost about 10 ms a query), the rest outside it.
+
+Stage one's partition statistics: an in-process cache per tenant
+    BM25 needs each query term's document frequency over the partition, the number of documents and the
+    average document length; like the embedded store, they count every memory of the partition whatever its
+    status or time, over ``terms``. Weaviate does not expose a term's document frequency, so each tenant
+    searched gets a ``_TenantTerms`` in this process: every memory's ``terms`` as stored, each term's
+    document frequency and the total length (about 220 bytes a memory; at most ``STATS_CACHED_DOCUMENTS``
+    memories over all tenants, the least recently searched tenant evicted first). It is built on the
+    tenant's first search by reading every object's ``terms`` with the cursor (0.5 s at 10,000 memories;
+    concurrent first searches of a tenant wait for one read), and kept current four ways:
+
+    - this process's writes change it as they are made: new memories and facts, trace writes (which add the
+      facts' terms), deletions (which is how erasure forgets) and what they clear from the next turn's
+      ``preceding``;
+    - every search asks for the tenant's object count (one aggregate) and reads back the objects whose
+      ``terms`` were written since the last read: every write of ``terms`` also writes ``terms_seq``, on the
+      same clock as ``seq`` (microseconds) and range-indexed, so that is one small filtered query. It reaches
+      back ``SETTLE_S`` before now while the newest write it saw is that recent, for writes that commit late
+      or come from a clock a little behind;
+    - the memories a search returns refresh their own entries from what came back;
+    - when the count still differs after the catch-up (another process deleted memories), and every
+      ``STATS_REREAD_S`` in any case, a background thread reads the tenant again in full; searches keep the
+      statistics they have meanwhile. Every read is reconciled with this process's writes made during it by
+      replaying them on what it read (the updates are idempotent), so none is lost.
+
+    Staleness bound: this process's writes count at once; another process's new memories and trace writes
+    count at its next search here (given clocks within ``SETTLE_S`` of each other); its deletions once the
+    background read they trigger ends (about 0.5 s at 10,000 memories); anything else (a writer of a release
+    without ``terms_seq``, a clock further off) within ``STATS_REREAD_S`` plus one read. Measured at 10,000
+    memories (2 cores, server on the same machine): the count and the catch-up read cost 1.4 ms a search
+    (median). The alternative, counting document frequencies per query with one batched GraphQL request of
+    filtered aggregates, took 5.6 ms for 8 query terms and 7.6 ms for 19 (a message with its window), grows
+    with the terms, and would need a filterable copy of ``terms`` and a backfill of every stored object.
+
+    ``excluded_current_session`` is counted from the caller's current session's memories (one read of their
+    status and time, filtered by ``session_id``), by the same time and status rules as the pool.
 
 Writes
     Object ids are ``generate_uuid5`` of the turn, memory or session id, so a re-sent turn or memory maps
@@ -64,7 +106,8 @@ Writes
 Reads
     Lists (a session's turns or memories, tone candidates, the substring fallback's matches) are read a page
     at a time in ingest order, up to the server's ``QUERY_MAXIMUM_RESULTS`` (10,000 by default) per list.
-    ``delete_memories`` forgets memories with their traces and states; their turns stay.
+    ``delete_memories`` forgets memories with their traces and states, and their words in the ``preceding``
+    of the turn after them; their turns stay.
 
 Lifecycle: states, facts, erasure
     A memory's record kind (``record_kind``: turn or fact; ``kind`` is the trace's emotional/factual kind),
@@ -100,10 +143,11 @@ import contextlib
 import functools
 import hashlib
 import json
+import logging
 import re
 import threading
 import time
-from collections import OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
@@ -153,18 +197,21 @@ from engine.models import (
     TraceStatus,
     Turn,
 )
-from engine.ports import ToneCandidates
-from engine.retrieval import fuse_legs
+from engine.ports import LegScores, ToneCandidates
 from engine.text import terms, words
 from engine.tuning import RetrievalParams
 
 BACKEND = "weaviate"
 PREFIX_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]*")
 PAGE = 1000  # objects per read request; Weaviate answers at most QUERY_MAXIMUM_RESULTS (10,000 by default)
-OVERFETCH = 2  # stage one asks for this many times params.candidates (the threshold and floor apply here)
+POOL_FACTOR = 3  # stage one's pool is this many times params.candidates (the embedded store's factor too)
+STATS_CACHED_DOCUMENTS = 1_000_000  # memories whose terms the statistics caches hold, over all tenants
+STATS_REREAD_S = 600.0  # a tenant's statistics are read again in full (in the background) this often
+SETTLE_S = 2.0  # the catch-up read reaches back this far before the newest terms write it saw
+KEYSET_PROPERTIES = ("seq", "terms_seq")  # range-indexed integers that long reads page by
 CACHED_MEMORIES = 50_000
 _MEMORY_PROPERTIES = ["memory_id", "turn_id", "session_id", "character_id", "user_id", "text", "context",
-                      "created_at", "record_kind", "scope", "fact"]
+                      "preceding", "created_at", "record_kind", "scope", "fact"]
 ACTIVE = "active"
 HIDDEN_STATUSES = ("provisional", "revoked")  # never a search candidate
 ARCHIVED = "archived"  # a search candidate only with include_archived
@@ -177,6 +224,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 Props = dict[str, Any]
 Stored = Object[Props, None]
+TermsOp = tuple[str, str | None]  # (memory id, its ``terms`` as now stored, or None: deleted)
+
+log = logging.getLogger("feltsense.weaviate")
 
 
 # -- boundary ------------------------------------------------------------------------------------------------
@@ -293,6 +343,58 @@ class _Lru(Generic[K, V]):
             self._items.pop(key, None)
 
 
+class _TenantTerms:
+    """One tenant's stage-one statistics as this process knows them: each memory's ``terms`` as stored, each
+    term's document frequency (memories whose ``terms`` hold it) and the total length, so the number of
+    documents and the average length. ``put`` and ``drop`` are idempotent: a write replayed on a copy that
+    already holds it changes nothing. Guarded by the store's statistics lock."""
+
+    def __init__(self) -> None:
+        self.terms: dict[str, str] = {}
+        self.document_frequency: Counter[str] = Counter()
+        self.total_length = 0
+        self.mark = 0  # every terms write up to this terms_seq is counted (see WeaviateStore._catch_up)
+        self.read_at = time.monotonic()  # when the tenant was last read in full
+        self.rereading = False  # a background read of the whole tenant is under way
+
+    @property
+    def documents(self) -> int:
+        return len(self.terms)
+
+    @property
+    def average_length(self) -> float:
+        return self.total_length / len(self.terms) if self.terms else 0.0
+
+    def apply(self, memory_id: str, text: str | None) -> None:
+        if text is None:
+            self.drop(memory_id)
+        else:
+            self.put(memory_id, text)
+
+    def put(self, memory_id: str, text: str) -> None:
+        old = self.terms.get(memory_id)
+        if old == text:
+            return
+        if old is not None:
+            self._count(old, -1)
+        self.terms[memory_id] = text
+        self._count(text, 1)
+
+    def drop(self, memory_id: str) -> None:
+        old = self.terms.pop(memory_id, None)
+        if old is not None:
+            self._count(old, -1)
+
+    def _count(self, text: str, sign: int) -> None:
+        tokens = text.split()
+        self.total_length += sign * len(tokens)
+        frequency = self.document_frequency
+        for term in set(tokens):
+            frequency[term] += sign
+            if frequency[term] <= 0:
+                del frequency[term]
+
+
 # -- schema --------------------------------------------------------------------------------------------------
 
 
@@ -321,11 +423,15 @@ def _value(name: str, data_type: DataType) -> Property:
 MEMORY_SCHEMA = [
     _key("memory_id"), _stored("turn_id"), _key("session_id"), _stored("character_id"), _stored("user_id"),
     _stored("text"), _stored("context"),
+    # The session's turn before this one: its words are in ``terms`` too (``Memory.preceding``).
+    _stored("preceding"),
     # The lower-cased text as one token, for the substring fallback's `like *word*` filters.
     _key("folded"),
-    # What BM25 searches: engine.text.terms of the text and of the trace's facts, space-separated.
+    # What BM25 searches: engine.text.terms of the text and of the trace's facts, space-separated; and when it was
+    # last written, on seq's clock (what the statistics caches catch up from: see the module docstring).
     Property(name="terms", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE, index_filterable=False,
              index_searchable=True),
+    _sequence("terms_seq"),
     _value("created_at", DataType.DATE), _sequence(),
     # created_at again as seconds since the epoch: tone candidates read thousands of them per recall, and
     # parsing a date string each is the client's slowest step.
@@ -354,7 +460,8 @@ def _memory_properties(memory: Memory, seq: int, state: MemoryState | None = Non
     props: Props = {
         "memory_id": memory.memory_id, "turn_id": memory.turn_id, "session_id": memory.session_id,
         "character_id": memory.character_id, "user_id": memory.user_id, "text": memory.text,
-        "context": memory.context, "folded": memory.text.lower(), "terms": " ".join(terms(memory.text)),
+        "context": memory.context, "preceding": memory.preceding, "folded": memory.text.lower(),
+        "terms": _indexed_terms(memory, ()), "terms_seq": seq,
         "created_at": memory.created_at, "created_epoch": memory.created_at.timestamp(), "seq": seq,
         "record_kind": memory.kind, "scope": memory.scope, "status": ACTIVE,
     }
@@ -369,12 +476,19 @@ def _state_properties(state: MemoryState) -> Props:
     return {"status": state.status, "state": state.model_dump_json()}
 
 
-def _trace_properties(trace: Trace, text: str) -> Props:
-    indexed = terms(text) + [term for fact in trace.facts for term in terms(fact)]
+def _indexed_terms(memory: Memory, facts: Sequence[str]) -> str:
+    """``terms``: the index terms of the memory's text, of the turn before it and of each distinct fact sentence
+    of its trace, as the embedded store indexes them."""
+    indexed = terms(memory.text) + terms(memory.preceding)
+    indexed += [term for fact in dict.fromkeys(facts) for term in terms(fact)]
+    return " ".join(indexed)
+
+
+def _trace_properties(trace: Trace, memory: Memory, terms_seq: int) -> Props:
     return {
         "trace_status": trace.status.value, "kind": trace.kind.value, "register": trace.register,
         "intensity": trace.intensity, "valence": trace.valence, "trace": trace.model_dump_json(),
-        "terms": " ".join(indexed),
+        "terms": _indexed_terms(memory, trace.facts), "terms_seq": terms_seq,
     }
 
 
@@ -383,7 +497,8 @@ def _memory_from(props: Mapping[str, Any]) -> Memory:
     return Memory(
         memory_id=props["memory_id"], turn_id=props.get("turn_id") or "", session_id=props["session_id"],
         character_id=props["character_id"], user_id=props["user_id"], text=props["text"],
-        context=props.get("context") or "", created_at=_as_datetime(props["created_at"]),
+        context=props.get("context") or "", preceding=props.get("preceding") or "",
+        created_at=_as_datetime(props["created_at"]),
         # Objects stored before these properties existed are user turns.
         kind=props.get("record_kind") or "turn", scope=props.get("scope") or "user",
         fact=FactInfo.model_validate_json(fact) if fact else None,
@@ -468,6 +583,14 @@ class WeaviateStore:
         self._tone_cache: dict[str, dict[tuple[float, float], tuple[float, ToneCandidates]]] = {}
         self._tenants: _Lru[str, str] = _Lru(4 * CACHED_MEMORIES)  # memory id -> tenant (never changes)
         self._session_tenants: _Lru[str, str] = _Lru(CACHED_MEMORIES)  # owned session id -> tenant
+        # Stage one's statistics per tenant (see the module docstring), least recently searched first, and the
+        # journals of the reads under way: each records this process's terms writes to the tenant made during
+        # its read, to replay on what it read.
+        self._stats: OrderedDict[str, _TenantTerms] = OrderedDict()
+        self._journals: dict[str, list[list[TermsOp]]] = defaultdict(list)
+        self._first_reads: dict[str, threading.Lock] = {}
+        self._stats_lock = threading.Lock()
+        self._closed = False
 
     # -- setup --------------------------------------------------------------------------------------------
 
@@ -636,20 +759,20 @@ class WeaviateStore:
     ) -> list[Stored]:
         """Every object matching the filters, in ``sort`` order, a page at a time. An absent tenant holds nothing.
 
-        Sorted by ``seq``, pages are keyset-paginated (``seq`` greater than the last one seen), because offset
-        paging stops at the server's QUERY_MAXIMUM_RESULTS (10,000 by default) and a long-lived partition holds
-        more than that. Unsorted reads (small collections) use offsets.
+        Sorted by ``seq`` (or ``terms_seq``), pages are keyset-paginated (greater than the last one seen),
+        because offset paging stops at the server's QUERY_MAXIMUM_RESULTS (10,000 by default) and a long-lived
+        partition holds more than that. Unsorted reads (small collections) use offsets.
         """
         found: list[Stored] = []
-        keyset = sort == "seq"
-        wanted = properties if not keyset or "seq" in properties else [*properties, "seq"]
+        keyset = sort if sort in KEYSET_PROPERTIES else None
+        wanted = properties if keyset is None or keyset in properties else [*properties, keyset]
         last: int | None = None
         try:
             while limit is None or len(found) < limit:
                 page = PAGE if limit is None else min(PAGE, limit - len(found))
                 where = filters
-                if keyset and last is not None:
-                    after = Filter.by_property("seq").greater_than(last)
+                if keyset is not None and last is not None:
+                    after = Filter.by_property(keyset).greater_than(last)
                     where = after if filters is None else Filter.all_of([filters, after])
                 objects = collection.query.fetch_objects(
                     filters=where, limit=page, offset=None if keyset else len(found), return_properties=wanted,
@@ -658,8 +781,8 @@ class WeaviateStore:
                 found.extend(objects)
                 if len(objects) < page:
                     break
-                if keyset:
-                    last = int(objects[-1].properties["seq"])
+                if keyset is not None:
+                    last = int(objects[-1].properties[keyset])
         except wx.WeaviateQueryError as exc:
             if _missing_tenant(exc):
                 return []
@@ -847,6 +970,9 @@ class WeaviateStore:
         ]), "memories (directory)")
         for memory, _, _ in entries:
             self._remember(memory)
+        for tenant in by_tenant:
+            self._note_terms(tenant, [(memory.memory_id, _indexed_terms(memory, ())) for memory, _, _ in entries
+                                      if tenant_for(memory.partition) == tenant])
 
     @_boundary("store vectors")
     def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
@@ -876,11 +1002,13 @@ class WeaviateStore:
                     raise NotFound(f"no memory {trace.memory_id!r} to write a trace beside")
             sessions: dict[str, str] = {}
             pending: set[str] = set()
-            for trace in {t.memory_id: t for t in traces}.values():  # the last trace per memory wins
+            latest = {t.memory_id: t for t in traces}  # the last trace per memory wins
+            for trace, terms_seq in zip(latest.values(), self._next_seqs(len(latest)), strict=True):
                 memory = memories[trace.memory_id]
                 tenant = tenant_for(memory.partition)
-                self._in(tenant).data.update(uuid=_id("memory", memory.memory_id),
-                                             properties=_trace_properties(trace, memory.text))
+                properties = _trace_properties(trace, memory, terms_seq)
+                self._in(tenant).data.update(uuid=_id("memory", memory.memory_id), properties=properties)
+                self._note_terms(tenant, [(memory.memory_id, properties["terms"])])
                 sessions[memory.session_id] = tenant
                 self._tone_cache.pop(tenant, None)
                 if trace.status is TraceStatus.PENDING:
@@ -907,6 +1035,9 @@ class WeaviateStore:
                 for chunk in _chunks(ids, PAGE):
                     _check_deleted(self._in(tenant).data.delete_many(
                         where=Filter.by_id().contains_any(list(chunk))))
+            for memory in memories:
+                self._note_terms(tenant_for(memory.partition), [(memory.memory_id, None)])
+            self._forget_preceding(memories)
             ids = [_id("memory", m.memory_id) for m in memories]
             for chunk in _chunks(ids, PAGE):
                 _check_deleted(self._directory.data.delete_many(where=Filter.by_id().contains_any(list(chunk))))
@@ -914,6 +1045,25 @@ class WeaviateStore:
                 self._cached_memories.drop(memory.memory_id)
                 self._tenants.drop(memory.memory_id)
             self._refresh_pending(sessions, set())
+
+    def _forget_preceding(self, deleted: Sequence[Memory]) -> None:
+        """A forgotten turn's words leave the lexical document of the turn after it too: the memories of its
+        session that kept it as ``preceding`` lose it, and their ``terms`` with it."""
+        said: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for memory in deleted:
+            said[(tenant_for(memory.partition), memory.session_id)].add(memory.text)
+        for (tenant, session_id), texts in said.items():
+            after = [obj for obj in self._all(self._in(tenant), Filter.by_property("session_id").equal(session_id),
+                                              [*_MEMORY_PROPERTIES, "trace"])
+                     if obj.properties.get("preceding") and obj.properties["preceding"] in texts]
+            for obj, terms_seq in zip(after, self._next_seqs(len(after)), strict=True):
+                memory = _memory_from(obj.properties).model_copy(update={"preceding": ""})
+                facts = Trace.model_validate_json(obj.properties["trace"]).facts if obj.properties.get("trace") else ()
+                indexed = _indexed_terms(memory, facts)
+                self._in(tenant).data.update(uuid=obj.uuid, properties={"preceding": "", "terms": indexed,
+                                                                        "terms_seq": terms_seq})
+                self._note_terms(tenant, [(memory.memory_id, indexed)])
+                self._remember(memory)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -1191,8 +1341,11 @@ class WeaviateStore:
 
     @_boundary("count memories")
     def count(self, partition: Partition) -> int:
+        return self._count_in(tenant_for(partition))
+
+    def _count_in(self, tenant: str) -> int:
         try:
-            total = self._in(tenant_for(partition)).aggregate.over_all(total_count=True).total_count
+            total = self._in(tenant).aggregate.over_all(total_count=True).total_count
         except wx.WeaviateQueryError as exc:
             if _missing_tenant(exc):
                 return 0
@@ -1222,41 +1375,53 @@ class WeaviateStore:
         partition: Partition,
         *,
         query_vector: NDArray[np.float32] | None,
-        query_text: str,
+        query_terms: Sequence[str],
         params: RetrievalParams,
         exclude_session: str | None,
         created_before: datetime,
         include_archived: bool = False,
-    ) -> tuple[list[Candidate], dict[str, int]]:
-        counts = {"vector": 0, "lexical": 0, "fused": 0, "dropped_below_floor": 0}
-        query_terms = " ".join(dict.fromkeys(terms(query_text)))
-        if query_vector is None and not query_terms:
-            return [], counts
-        try:
-            results = self._in(tenant_for(partition)).query.hybrid(
-                query=query_terms,
-                vector=None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tolist(),
-                # Strictly between 0 and 1 whenever there is a vector: at 0 or 1 Weaviate skips a leg, and
-                # both legs' scores are needed here whatever the profile's weights.
-                alpha=min(max(params.vector_weight, 0.01), 0.99) if query_vector is not None else 0.0,
-                fusion_type=HybridFusion.RELATIVE_SCORE,
-                query_properties=["terms"],
-                filters=Filter.all_of(self._visible(exclude_session, created_before, include_archived)),
-                limit=params.candidates * OVERFETCH,
-                return_properties=_MEMORY_PROPERTIES,
-                return_metadata=MetadataQuery(explain_score=True),
-            ).objects
-        except wx.WeaviateQueryError as exc:
-            if _missing_tenant(exc):
-                return [], counts
-            raise
-        if not results:
-            return [], counts
+    ) -> LegScores:
+        tenant = tenant_for(partition)
+        columns = list(query_terms)
+        total = self._count_in(tenant)
+        if total == 0:  # an empty level (most canon and shared ones): nothing more to ask
+            return LegScores.empty(len(columns))
+        excluded = self._excluded(tenant, exclude_session, created_before, include_archived)
+        if query_vector is None and not columns:
+            return LegScores.empty(len(columns), excluded)
+        stats = self._term_stats(tenant, total)
+        results: list[Stored] = []
 
+        def pool() -> list[TermsOp]:
+            try:
+                results.extend(self._in(tenant).query.hybrid(
+                    query=" ".join(dict.fromkeys(columns)),
+                    vector=None if query_vector is None else np.asarray(query_vector, dtype=np.float32).tolist(),
+                    # Strictly between 0 and 1 whenever there is a vector: at 0 or 1 Weaviate skips a leg, and
+                    # both legs' results belong in the pool whatever the profile's weights.
+                    alpha=min(max(params.vector_weight, 0.01), 0.99) if query_vector is not None else 0.0,
+                    fusion_type=HybridFusion.RELATIVE_SCORE,
+                    query_properties=["terms"],
+                    filters=Filter.all_of(self._visible(exclude_session, created_before, include_archived)),
+                    limit=params.candidates * POOL_FACTOR,
+                    return_properties=[*_MEMORY_PROPERTIES, "terms", "seq"],
+                    return_metadata=MetadataQuery(explain_score=True),
+                ).objects)
+            except wx.WeaviateQueryError as exc:
+                if not _missing_tenant(exc):
+                    raise
+            # What came back is the newest word on these memories' terms: their statistics follow it.
+            return [(obj.properties["memory_id"], obj.properties.get("terms") or "") for obj in results]
+
+        self._read_terms(tenant, pool, stats)
+        results.sort(key=lambda obj: int(obj.properties.get("seq") or 0))  # ingest order breaks ranking ties
+        where: dict[str, list[int]] = defaultdict(list)
+        for column, term in enumerate(columns):
+            where[term].append(column)
         n = len(results)
-        cosine = np.full(n, -1.0)
-        bm25 = np.zeros(n)
-        in_vector = np.zeros(n, dtype=bool)
+        cosine = np.full(n, np.nan)
+        term_frequency = np.zeros((n, len(columns)))
+        doc_length = np.zeros(n)
         for row, obj in enumerate(results):
             explained = _EXPLAINED.findall(obj.metadata.explain_score or "")
             if not explained:
@@ -1266,34 +1431,163 @@ class WeaviateStore:
                 )
             for leg, score in explained:
                 if leg == "vector":
-                    cosine[row], in_vector[row] = float(score), True
-                else:
-                    bm25[row] = float(score)
-        vector_hit = in_vector & (cosine >= params.vector_min_similarity)
-        lexical_hit = bm25 > 0.0
-        lexical = bm25 / bm25.max() if lexical_hit.any() else bm25
-        relevance, keep = fuse_legs(cosine, lexical, vector_hit, lexical_hit, params,
-                                    have_vector=query_vector is not None)
-        counts["vector"] = int(np.count_nonzero(vector_hit))
-        counts["lexical"] = int(np.count_nonzero(lexical_hit))
-        counts["dropped_below_floor"] = int(np.count_nonzero((vector_hit | lexical_hit) & ~keep))
-        rows = np.flatnonzero(keep)
-        # Best first; ties keep Weaviate's order, so the same store answers the same query the same way.
-        rows = rows[np.argsort(-relevance[rows], kind="stable")][: params.candidates]
-        counts["fused"] = len(rows)
-        candidates = []
-        for row in rows.tolist():
-            self._remember(_memory_from(results[row].properties))  # recall asks for these memories next
-            legs = tuple(leg for leg, hit in ((Leg.VECTOR, vector_hit[row]), (Leg.LEXICAL, lexical_hit[row]))
-                         if hit)
-            candidates.append(Candidate(
-                memory_id=results[row].properties["memory_id"],
-                relevance=float(relevance[row]),
-                vector_score=float(cosine[row]) if vector_hit[row] else None,
-                lexical_score=float(lexical[row]) if lexical_hit[row] else None,
-                legs=legs,
-            ))
-        return candidates, counts
+                    cosine[row] = float(score)
+            tokens = (obj.properties.get("terms") or "").split()
+            doc_length[row] = len(tokens)
+            for term, count in Counter(tokens).items():
+                for column in where.get(term, ()):
+                    term_frequency[row, column] = count
+            self._remember(_memory_from(obj.properties))  # recall asks for its candidates next
+        with self._stats_lock:
+            document_frequency = np.array([float(stats.document_frequency.get(term, 0)) for term in columns])
+            documents, average_doc_length = stats.documents, stats.average_length
+        return LegScores(
+            memory_ids=[obj.properties["memory_id"] for obj in results],
+            cosine=cosine,
+            term_frequency=term_frequency,
+            doc_length=doc_length,
+            document_frequency=document_frequency,
+            documents=documents,
+            average_doc_length=average_doc_length,
+            excluded_current_session=excluded,
+        )
+
+    def _excluded(
+        self, tenant: str, exclude_session: str | None, created_before: datetime, include_archived: bool
+    ) -> int:
+        """How many memories of the caller's current session recall would otherwise see (same rules as
+        ``_visible``): read from that session's memories alone, which the ``session_id`` index finds at once."""
+        if exclude_session is None:
+            return 0
+        hidden = {*HIDDEN_STATUSES, *(() if include_archived else (ARCHIVED,))}
+        found = self._all(self._in(tenant), Filter.by_property("session_id").equal(exclude_session),
+                          ["status", "created_at"])
+        return sum(1 for obj in found if obj.properties.get("status") not in hidden
+                   and _as_datetime(obj.properties["created_at"]) <= created_before)
+
+    # -- stage one: the statistics caches (see the module docstring) --------------------------------------
+
+    def _term_stats(self, tenant: str, total: int) -> _TenantTerms:
+        """The tenant's statistics, brought up to date given its object count: read in full the first time;
+        after that one catch-up read, and a full read in the background when the count still differs or one is
+        due."""
+        with self._stats_lock:
+            stats = self._stats.get(tenant)
+            if stats is not None:
+                self._stats.move_to_end(tenant)
+            first = self._first_reads.setdefault(tenant, threading.Lock()) if stats is None else None
+        if stats is None:
+            assert first is not None
+            with first:  # one first read per tenant: concurrent searches of it wait for that one
+                with self._stats_lock:
+                    stats = self._stats.get(tenant)
+                if stats is None:
+                    stats = self._read_tenant(tenant, empty=total == 0)
+                with self._stats_lock:
+                    self._first_reads.pop(tenant, None)
+            return stats
+        self._catch_up(tenant, stats)
+        with self._stats_lock:
+            due = stats.documents != total or time.monotonic() - stats.read_at > STATS_REREAD_S
+            start = due and not stats.rereading and not self._closed
+            if start:
+                stats.rereading = True
+        if start:
+            threading.Thread(target=self._reread, args=(tenant, stats), name="feltsense-weaviate-terms",
+                             daemon=True).start()
+        return stats
+
+    def _read_terms(
+        self, tenant: str, read: Callable[[], list[TermsOp]], target: _TenantTerms, *, install: bool = False
+    ) -> None:
+        """Run a read of terms from the server and apply what it found to ``target``, then this process's own
+        terms writes to the tenant made while it ran (they are at least as new as what it saw)."""
+        journal: list[TermsOp] = []
+        with self._stats_lock:
+            self._journals[tenant].append(journal)
+        try:
+            found = read()
+        except BaseException:
+            with self._stats_lock:
+                self._close_journal(tenant, journal)
+            raise
+        with self._stats_lock:
+            self._close_journal(tenant, journal)
+            for memory_id, text in (*found, *journal):
+                target.apply(memory_id, text)
+            if install:
+                self._stats[tenant] = target
+                self._stats.move_to_end(tenant)
+                total = sum(s.documents for s in self._stats.values())
+                while total > STATS_CACHED_DOCUMENTS and len(self._stats) > 1:
+                    _, evicted = self._stats.popitem(last=False)
+                    total -= evicted.documents
+
+    def _close_journal(self, tenant: str, journal: list[TermsOp]) -> None:
+        journals = [j for j in self._journals.pop(tenant, []) if j is not journal]  # by identity: lists compare
+        if journals:
+            self._journals[tenant] = journals
+
+    def _note_terms(self, tenant: str, ops: Sequence[TermsOp]) -> None:
+        """This process's own terms writes to a tenant, once made: into its statistics, and into the journal of
+        every read of it under way."""
+        if not ops:
+            return
+        with self._stats_lock:
+            stats = self._stats.get(tenant)
+            if stats is not None:
+                for memory_id, text in ops:
+                    stats.apply(memory_id, text)
+            for journal in self._journals.get(tenant, ()):
+                journal.extend(ops)
+
+    def _read_tenant(self, tenant: str, *, empty: bool = False) -> _TenantTerms:
+        """Read every memory's terms in the tenant (with the cursor, which no offset limit stops) and install
+        the result as its statistics."""
+        fresh = _TenantTerms()
+        fresh.mark = time.time_ns() // 1000  # writes from now on are read again by the next catch-up
+
+        def everything() -> list[TermsOp]:
+            if empty:
+                return []
+            try:
+                return [(obj.properties["memory_id"], obj.properties.get("terms") or "")
+                        for obj in self._in(tenant).iterator(return_properties=["memory_id", "terms"],
+                                                             cache_size=PAGE)]
+            except wx.WeaviateQueryError as exc:
+                if _missing_tenant(exc):
+                    return []
+                raise
+
+        self._read_terms(tenant, everything, fresh, install=True)
+        return fresh
+
+    def _catch_up(self, tenant: str, stats: _TenantTerms) -> None:
+        """Read back the memories whose terms were written since ``stats.mark`` (by any process), reaching back
+        ``SETTLE_S`` more while the newest write seen is that recent."""
+        after = min(stats.mark, time.time_ns() // 1000 - int(SETTLE_S * 1_000_000))
+        newest = [stats.mark]
+
+        def changed() -> list[TermsOp]:
+            found = self._all(self._in(tenant), Filter.by_property("terms_seq").greater_than(after),
+                              ["memory_id", "terms", "terms_seq"], sort="terms_seq")
+            newest.extend(int(obj.properties["terms_seq"]) for obj in found)
+            return [(obj.properties["memory_id"], obj.properties.get("terms") or "") for obj in found]
+
+        self._read_terms(tenant, changed, stats)
+        with self._stats_lock:
+            stats.mark = max(stats.mark, *newest)
+
+    def _reread(self, tenant: str, stale: _TenantTerms) -> None:
+        """The background full read: searches keep the statistics they have until it is installed."""
+        try:
+            self._read_tenant(tenant)
+        except Exception as exc:  # the next search that finds the statistics due starts another
+            if not self._closed:
+                log.warning("could not re-read stage one's statistics for Weaviate tenant %s: %s", tenant, exc)
+        finally:
+            with self._stats_lock:
+                stale.rereading = False
 
     @_boundary("search by substring")
     def substring_search(
@@ -1319,6 +1613,7 @@ class WeaviateStore:
         return out[:limit]
 
     def close(self) -> None:
+        self._closed = True
         self._client.close()
 
 

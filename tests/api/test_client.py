@@ -39,7 +39,7 @@ from api.client import (
 )
 from engine.errors import BackendUnavailable
 from engine.jobs import FINISHED, InProcessJobs
-from engine.models import CloseReport, IngestReport, RecallQuery, RecallResult, Turn
+from engine.models import CloseReport, IngestReport, RecallQuery, RecallResult, Turn, WindowTurn
 from engine.service import Engine
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -124,6 +124,16 @@ def test_ingest_close_and_recall_round_trip_as_the_engines_models(memory: Feltse
     assert any("Luna" in m.text and m.session_id == "s1" for m in result.memories)
     assert any(c.register == "grief" and "Luna" in c.anchors for c in result.tone_constraints)
     assert result.trace.mode == "hybrid" and result.context.system
+
+
+def test_the_client_sends_the_window(memory: FeltsenseClient) -> None:
+    memory.ingest(luna_turns())
+    memory.close_session("s1", closed_at=datetime(2025, 3, 2, 18, 10, tzinfo=UTC))
+    window = (WindowTurn(role="user", text="I keep thinking about Luna."),
+              WindowTurn(role="character", text="She sounds like she was a wonderful dog."))
+    result = memory.recall(PARK.model_copy(update={"window": window}))
+    assert result.trace.window_source == "passed" and result.trace.window_turns == 2
+    assert memory.recall(PARK).trace.window_source == "none"  # no window passed, and s2 has no stored turns
 
 
 def test_the_async_client_does_the_same(service: Service) -> None:

@@ -129,3 +129,22 @@ def test_a_bad_query_value_is_named_as_a_query_parameter(client: TestClient[Any]
     response = client.get("/v1/memories?character_id=ava&user_id=u1&limit=lots")
     assert response.status_code == 422
     assert [(e["field"], e["location"]) for e in response.json()["errors"]] == [("limit", "query")]
+
+
+def test_recall_reads_the_window_a_runtime_passes_and_says_so(client: TestClient[Any]) -> None:
+    client.post("/v1/turns", json={"turns": [turn(0, "user", "My sister Hana moved to Osaka.")]})
+    client.post("/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"})
+    ask = {"character_id": "ava", "user_id": "tester-1", "message": "How is the move to Osaka going?",
+           "session_id": "s2",
+           "at": "2025-03-11T09:00:00Z"}
+    window = [{"role": "user", "text": "I called Hana yesterday."}, {"role": "character", "text": "Oh nice!"}]
+    body = client.post("/v1/recall", json={**ask, "window": window}).json()
+    assert body["trace"]["window_source"] == "passed" and body["trace"]["window_turns"] == 2
+    hana = next(m for m in body["memories"] if m["text"].startswith("My sister Hana"))
+    assert hana["window_anchors"] == ["Hana"] and hana["tier"] in ("low", "standard", "high")
+    assert client.post("/v1/recall", json={**ask, "window": []}).json()["trace"]["window_source"] == "none"
+
+    bad = client.post("/v1/recall", json={**ask, "window": [{"role": "narrator", "text": "x"}]})
+    assert bad.status_code == 422 and "window.0.role" in [e["field"] for e in bad.json()["errors"]]
+    too_long = client.post("/v1/recall", json={**ask, "window": [{"role": "user", "text": "hi"}] * 51})
+    assert too_long.status_code == 422 and "window" in [e["field"] for e in too_long.json()["errors"]]

@@ -6,9 +6,11 @@ session fixture, and a collection prefix of the test's own, so tests never see e
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import time
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,8 +21,10 @@ import pytest
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.errors import BackendUnavailable, ConfigurationError, NotFound
 from engine.ingest import memory_id_for
-from engine.models import Leg, Memory, Partition, Trace, TraceStatus, Turn
-from engine.ports import MemoryStore
+from engine.models import FactInfo, Leg, Memory, MemoryState, Partition, Trace, TraceStatus, Turn
+from engine.ports import LegScores, MemoryStore
+from engine.retrieval import Query, Ranked, lexical_query, query_vector, rank
+from engine.text import terms
 from engine.tuning import RetrievalParams
 from tests.contract.conftest import EMBEDDER, StoreFactory
 
@@ -41,13 +45,41 @@ def _add(store: MemoryStore, memories: list[Memory]) -> None:
     store.add_memories(memories, EMBEDDER.embed([m.text for m in memories]))
 
 
+def _query(text: str, params: RetrievalParams, *, vector: bool = True, vector_text: str | None = None) -> Query:
+    """The query recall would make of a message (no window); ``vector_text``: embed that instead of ``text``."""
+    terms, weights = lexical_query(text, (), params)
+    unit, scale = query_vector(EMBEDDER.embed([vector_text or text])[0] if vector else None, None, params)
+    return Query(vector=unit, cosine_scale=scale, terms=terms, term_weights=weights)
+
+
+def _legs(store: MemoryStore, query: Query, params: RetrievalParams, *, partition: Partition = PARTITION,
+          exclude: str | None = None, before: datetime = LATER, include_archived: bool = False) -> LegScores:
+    return store.search(partition, query_vector=query.vector, query_terms=query.terms, params=params,
+                        exclude_session=exclude, created_before=before, include_archived=include_archived)
+
+
+def _ranked(store: MemoryStore, text: str, *, params: RetrievalParams | None = None, vector: bool = True,
+            vector_text: str | None = None, partition: Partition = PARTITION, exclude: str | None = None,
+            before: datetime = LATER, include_archived: bool = False) -> Ranked:
+    """Stage one as recall runs it on one level: the store's legs, ranked by ``engine.retrieval.rank``."""
+    params = params or RetrievalParams()
+    query = _query(text, params, vector=vector, vector_text=vector_text)
+    legs = _legs(store, query, params, partition=partition, exclude=exclude, before=before,
+                 include_archived=include_archived)
+    return rank(legs, query, params)
+
+
+def _pool(store: MemoryStore, text: str, *, vector: bool = True, include_archived: bool = False) -> list[str]:
+    """The memories the store puts before the ranking (what it may see and the query reaches), in ingest order."""
+    params = RetrievalParams()
+    return _legs(store, _query(text, params, vector=vector), params, include_archived=include_archived).memory_ids
+
+
 def _search(store: MemoryStore, text: str, *, partition: Partition = PARTITION, exclude: str | None = None,
-            vector: bool = True) -> list[str]:
-    candidates, _ = store.search(
-        partition, query_vector=EMBEDDER.embed([text])[0] if vector else None, query_text=text,
-        params=RetrievalParams(), exclude_session=exclude, created_before=LATER,
-    )
-    return [c.memory_id for c in candidates]
+            vector: bool = True, include_archived: bool = False) -> list[str]:
+    ranked = _ranked(store, text, partition=partition, exclude=exclude, vector=vector,
+                     include_archived=include_archived)
+    return [c.memory_id for c in ranked.candidates]
 
 
 def test_turns_are_stored_once_by_turn_id(store: MemoryStore) -> None:
@@ -85,9 +117,7 @@ def test_partitions_are_isolated(store: MemoryStore) -> None:
 def test_the_current_session_and_the_future_are_left_out(store: MemoryStore) -> None:
     _add(store, [_memory(1, "the lighthouse trip", session="s1"), _memory(2, "the lighthouse again", session="s2")])
     assert _search(store, "lighthouse", exclude="s2") == [memory_id_for("u1-t1")]
-    candidates, _ = store.search(PARTITION, query_vector=None, query_text="lighthouse", params=RetrievalParams(),
-                                 exclude_session=None, created_before=T0)
-    assert candidates == []
+    assert _ranked(store, "lighthouse", vector=False, before=T0).candidates == []
 
 
 def test_traces_round_trip_and_feed_tone_queries(store: MemoryStore) -> None:
@@ -191,9 +221,7 @@ def test_a_memory_stored_without_a_vector_is_found_lexically_until_it_gets_one(s
     assert np.isnan(store.get_vectors([memory.memory_id])).all()
 
     def found() -> list[tuple[str, tuple[Leg, ...]]]:
-        candidates, _ = store.search(PARTITION, query_vector=EMBEDDER.embed(["Luna park"])[0],
-                                     query_text="Luna park", params=RetrievalParams(), exclude_session=None,
-                                     created_before=LATER)
+        candidates = _ranked(store, "Luna park").candidates
         assert all(0.0 <= c.relevance <= 1.0 for c in candidates)
         return [(c.memory_id, c.legs) for c in candidates]
 
@@ -207,17 +235,15 @@ def test_a_memory_stored_without_a_vector_is_found_lexically_until_it_gets_one(s
 def test_a_lexical_only_hit_is_capped(store: MemoryStore) -> None:
     memories = [_memory(1, "Luna Luna Luna"), _memory(2, "my dog Luna loved the park")]
     _add(store, memories)
-    params = RetrievalParams()
-    candidates, counts = store.search(
-        PARTITION, query_vector=EMBEDDER.embed(["the park"])[0], query_text="Luna", params=params,
-        exclude_session=None, created_before=LATER,
-    )
+    params = RetrievalParams(fused_relative_floor=0.0)  # the capped hit stays, below half the best
+    ranked = _ranked(store, "Luna", vector_text="the park", params=params)
+    candidates = ranked.candidates
     by_id = {c.memory_id: c for c in candidates}
     assert by_id[memories[0].memory_id].legs == (Leg.LEXICAL,)
     assert by_id[memories[0].memory_id].relevance <= params.lexical_only_cap
     assert by_id[memories[1].memory_id].legs == (Leg.VECTOR, Leg.LEXICAL)
     assert candidates[0].memory_id == memories[1].memory_id
-    assert counts["fused"] == len(candidates) == 2
+    assert ranked.lexical == len(candidates) == 2
 
 
 def test_the_time_filter_includes_the_moment_itself(store: MemoryStore) -> None:
@@ -225,9 +251,7 @@ def test_the_time_filter_includes_the_moment_itself(store: MemoryStore) -> None:
     _add(store, [memory])
 
     def found(before: datetime) -> list[str]:
-        candidates, _ = store.search(PARTITION, query_vector=None, query_text="lighthouse",
-                                     params=RetrievalParams(), exclude_session=None, created_before=before)
-        return [c.memory_id for c in candidates]
+        return [c.memory_id for c in _ranked(store, "lighthouse", vector=False, before=before).candidates]
 
     assert found(memory.created_at) == [memory.memory_id]
     assert found(memory.created_at - timedelta(seconds=1)) == []
@@ -344,6 +368,185 @@ def test_deleted_memories_are_forgotten(store: MemoryStore) -> None:
     assert store.session_memories("s1") == [memories[1]]
     assert store.count(PARTITION) == 1
     assert store.pending_sessions() == []
+
+
+# -- stage one's leg material: the same numbers from every backend ------------------------------------------
+
+CORPUS = (  # (turn number, text, session, facts of its trace)
+    (1, "My dog Luna loved the park", "s1", ()),
+    (2, "Luna chased a ball in the park, the park was muddy", "s1", ()),
+    (3, "I bought new kitchen tiles", "s2", ()),  # stored while the embedder was down: no vector
+    # A fact sentence said twice is indexed once.
+    (4, "Work was long and boring today", "s2", ("The user works at the Lisbon office.",
+                                                 "The user works at the Lisbon office.",
+                                                 "The user's dog is called Luna.")),
+)
+FACT_TEXT = "The user has a dog called Luna."
+
+
+def fixed_corpus(store: MemoryStore, partition: Partition = PARTITION) -> dict[str, list[str]]:
+    """Store the fixed corpus (turns with trace facts, one without a vector, a fact record) in a partition;
+    return each memory's index terms as both stores must count them, by memory id in ingest order."""
+    user = partition.user_id
+    memories = [_memory(i, text, user=user, session=f"{user}-{session}") for i, text, session, _ in CORPUS]
+    memories = [m.model_copy(update={"character_id": partition.character_id}) for m in memories]
+    _add(store, memories[:2])
+    store.add_memories([memories[2]], None)
+    _add(store, memories[3:])
+    store.put_traces([Trace(memory_id=m.memory_id, status=TraceStatus.COMPLETE, written_at=T0, facts=facts)
+                      for m, (*_, facts) in zip(memories, CORPUS, strict=True) if facts])
+    fact = Memory(memory_id=f"f_dog_{user}", turn_id="", session_id=f"{user}-s2", character_id=partition.character_id,
+                  user_id=user, text=FACT_TEXT, created_at=T0 + timedelta(hours=1), kind="fact",
+                  fact=FactInfo(subject="user", relation="has_pet", value="Luna", source="user_stated",
+                                content_hash=hashlib.sha256(FACT_TEXT.encode()).hexdigest(),
+                                provenance=(memories[0].memory_id,)))
+    store.write_fact(fact, EMBEDDER.embed([FACT_TEXT])[0], MemoryState(memory_id=fact.memory_id), ())
+    indexed = {m.memory_id: terms(m.text) + [t for f in dict.fromkeys(facts) for t in terms(f)]
+               for m, (*_, facts) in zip(memories, CORPUS, strict=True)}
+    indexed[fact.memory_id] = terms(FACT_TEXT)
+    return indexed
+
+
+def test_search_returns_each_pool_memorys_leg_material(store: MemoryStore) -> None:
+    """Term frequencies, lengths and the partition's statistics are counted over the memory's text and its
+    trace's distinct fact sentences, the same way by every backend; the ranking is the engine's."""
+    indexed = fixed_corpus(store)
+    ids = list(indexed)
+    params = RetrievalParams()
+    query = _query("Luna at the park in Lisbon, tiles, zyzzyva", params)
+    assert query.terms == ["luna", "park", "lisbon", "tile", "zyzzyva"]
+
+    legs = _legs(store, query, params)
+    # Every memory: those with a vector by cosine (a small partition fits the pool), the unembedded one by its
+    # term; in ingest order.
+    assert legs.memory_ids == ids
+    counts = [Counter(indexed[m]) for m in ids]
+    assert legs.term_frequency.tolist() == [[float(c[t]) for t in query.terms] for c in counts]
+    assert legs.doc_length.tolist() == [float(len(indexed[m])) for m in ids]
+    assert legs.document_frequency.tolist() == [float(sum(t in c for c in counts)) for t in query.terms]
+    assert legs.documents == len(ids)
+    assert legs.average_doc_length == pytest.approx(sum(len(t) for t in indexed.values()) / len(ids))
+    assert legs.excluded_current_session == 0
+    assert query.vector is not None
+    texts = [m.text for m in store.get_memories(ids)]
+    expected = EMBEDDER.embed(texts).astype(np.float64) @ query.vector.astype(np.float64)
+    unembedded = ids.index(memory_id_for("u1-t3"))
+    assert np.isnan(legs.cosine[unembedded])
+    others = [row for row in range(len(ids)) if row != unembedded]
+    np.testing.assert_allclose(legs.cosine[others], expected[others], atol=1e-5)
+
+    # Without a query vector: only the memories a query term occurs in, and no cosine.
+    lexical = _legs(store, _query("Luna at the park in Lisbon, tiles, zyzzyva", params, vector=False), params)
+    assert lexical.memory_ids == [m for m in ids if set(indexed[m]) & set(query.terms)]
+    assert np.isnan(lexical.cosine).all()
+    assert lexical.document_frequency.tolist() == legs.document_frequency.tolist()
+    assert (lexical.documents, lexical.average_doc_length) == (legs.documents, legs.average_doc_length)
+
+
+def test_statistics_follow_the_writes(store: MemoryStore) -> None:
+    """New memories, a trace that adds fact terms and deletions change the counts at once."""
+    indexed = fixed_corpus(store)
+    params = RetrievalParams()
+    query = _query("Lisbon lighthouse", params, vector=False)
+    before = _legs(store, query, params)
+    assert before.document_frequency.tolist() == [1.0, 0.0] and before.documents == len(indexed)
+
+    lighthouse = _memory(9, "the lighthouse at dawn", session="s3")
+    _add(store, [lighthouse])
+    store.put_traces([Trace(memory_id=lighthouse.memory_id, status=TraceStatus.COMPLETE, written_at=T0,
+                            facts=("The user visited Lisbon and its lighthouse.",))])
+    after = _legs(store, query, params)
+    assert after.document_frequency.tolist() == [2.0, 1.0] and after.documents == len(indexed) + 1
+    row = after.memory_ids.index(lighthouse.memory_id)
+    assert after.term_frequency[row].tolist() == [1.0, 2.0]
+    assert after.doc_length[row] == len(terms(lighthouse.text) + terms("The user visited Lisbon and its lighthouse."))
+
+    store.delete_memories([lighthouse.memory_id, memory_id_for("u1-t4")])
+    gone = _legs(store, query, params)
+    assert gone.memory_ids == [] and gone.documents == len(indexed) - 1
+    remaining = [m for m in indexed if m != memory_id_for("u1-t4")]
+    assert _legs(store, _query("Luna park", params), params).average_doc_length == pytest.approx(
+        sum(len(indexed[m]) for m in remaining) / len(remaining))
+
+
+def test_excluded_current_session_counts_what_recall_would_otherwise_see(store: MemoryStore) -> None:
+    memories = [_memory(1, "the lighthouse at dawn"), _memory(2, "the lighthouse in the fog"),
+                _memory(3, "the lighthouse keeper"), _memory(4, "the lighthouse again", session="s2"),
+                _memory(50, "the lighthouse much later")]  # after the turn being answered
+    _add(store, memories)
+    store.put_states([MemoryState(memory_id=memories[1].memory_id, status="archived", prior_status="active"),
+                      MemoryState(memory_id=memories[2].memory_id, status="revoked")])
+    params = RetrievalParams()
+    query = _query("lighthouse", params)
+    at = T0 + timedelta(minutes=10)
+
+    def legs(exclude: str | None, *, include_archived: bool = False) -> LegScores:
+        return _legs(store, query, params, exclude=exclude, before=at, include_archived=include_archived)
+
+    found = legs("s1")
+    assert found.memory_ids == [memories[3].memory_id] and found.excluded_current_session == 1
+    assert legs("s1", include_archived=True).excluded_current_session == 2  # the archived one counts then
+    assert legs("s2").excluded_current_session == 1
+    assert legs(None).excluded_current_session == 0 and legs("s-unknown").excluded_current_session == 0
+    nothing = store.search(PARTITION, query_vector=None, query_terms=[], params=params, exclude_session="s1",
+                           created_before=at)
+    assert nothing.memory_ids == [] and nothing.excluded_current_session == 1
+    assert rank(found, query, params).excluded_current_session == 1
+
+
+def test_archived_revoked_and_provisional_memories_are_never_in_the_pool(store: MemoryStore) -> None:
+    memories = [_memory(i, f"the river walk number {i}") for i in range(1, 5)]
+    _add(store, memories)
+    store.put_states([MemoryState(memory_id=memories[0].memory_id, status="archived", prior_status="active"),
+                      MemoryState(memory_id=memories[1].memory_id, status="revoked"),
+                      MemoryState(memory_id=memories[2].memory_id, status="provisional")])
+    for vector in (True, False):
+        assert _pool(store, "river walk", vector=vector) == [memories[3].memory_id]
+        assert _pool(store, "river walk", vector=vector, include_archived=True) == [
+            memories[0].memory_id, memories[3].memory_id]
+    # The statistics still count every memory of the partition, as BM25's corpus.
+    params = RetrievalParams()
+    legs = _legs(store, _query("river walk", params), params)
+    assert legs.documents == 4 and legs.document_frequency.tolist() == [4.0, 4.0]
+
+
+def test_the_profiles_bm25_k1_and_b_shape_the_lexical_scores(store: MemoryStore) -> None:
+    texts = ["Luna barked", "Luna ran across the wide green meadow chasing seven yellow butterflies",
+             "Luna Luna Luna", "quiet evening reading books"]
+    memories = [_memory(i, text) for i, text in enumerate(texts, start=1)]
+    _add(store, memories)
+    lengths = [len(terms(text)) for text in texts]
+    average = sum(lengths) / len(lengths)
+    seen = []
+    for k1, b in ((1.2, 0.75), (2.0, 0.3), (0.5, 1.0)):
+        params = RetrievalParams(bm25_k1=k1, bm25_b=b, fused_floor=0.0, fused_relative_floor=0.0)
+        ranked = _ranked(store, "Luna", params=params, vector=False)
+        scores = {c.memory_id: c.lexical_score for c in ranked.candidates}
+        # One query term: the normalised BM25 is its saturated term frequency (the idf divides out).
+        expected = {}
+        for memory, text, length in zip(memories[:3], texts, lengths, strict=False):
+            tf = terms(text).count("luna")
+            expected[memory.memory_id] = min(1.0, tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average)))
+        assert scores == pytest.approx(expected)
+        seen.append(scores[memories[1].memory_id])
+    assert len(set(seen)) == 3  # each profile scores the long memory differently
+
+
+def test_the_turn_before_a_memory_joins_its_lexical_document(store: MemoryStore) -> None:
+    """``Memory.preceding`` is searched with the memory's own words, until the turn it quotes is forgotten."""
+    question = _memory(1, "What kind of dog did you get?")
+    answer = _memory(2, "A corgi puppy!").model_copy(update={"preceding": question.text})
+    _add(store, [question, answer])
+    assert store.get_memories([answer.memory_id]) == [answer]
+    params = RetrievalParams()
+    legs = _legs(store, _query("dog", params, vector=False), params)
+    assert legs.memory_ids == [question.memory_id, answer.memory_id]
+    assert legs.doc_length.tolist() == [len(terms(question.text)), len(terms(answer.text) + terms(question.text))]
+    store.delete_memories([question.memory_id])
+    assert _pool(store, "dog", vector=False) == []
+    assert store.get_memories([answer.memory_id]) == [answer.model_copy(update={"preceding": ""})]
+    assert _legs(store, _query("corgi", params, vector=False), params).doc_length.tolist() == [
+        len(terms(answer.text))]
 
 
 # -- Weaviate only --------------------------------------------------------------------------------------------

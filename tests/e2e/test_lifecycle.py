@@ -16,6 +16,7 @@ from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.errors import Forbidden
 from engine.ledger import Ledger
 from engine.models import ExtractedFact, MemoryState, Partition, RecallQuery, Turn
+from engine.retrieval import lexical_query, query_vector
 from engine.scopes import partition_for
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
@@ -240,11 +241,13 @@ def test_erasure_leaves_no_content_anywhere_and_returns_a_receipt(engine: Engine
     assert engine.store.list_memories(mine, offset=0, limit=100) == []
     assert engine.store.list_facts(mine) == []
     assert engine.store.get_turns("tester-s1") == []
+    params = engine.profiles.profile_for("ava").retrieval
     for words in ("blue door", "Lisbon", "secret"):
-        found, _ = engine.store.search(mine, query_vector=EMBEDDER.embed([words])[0], query_text=words,
-                                       params=engine.profiles.profile_for("ava").retrieval, exclude_session=None,
-                                       created_before=T0 + timedelta(days=1), include_archived=True)
-        assert found == []
+        unit, _ = query_vector(EMBEDDER.embed([words])[0], None, params)
+        legs = engine.store.search(mine, query_vector=unit, query_terms=lexical_query(words, (), params)[0],
+                                   params=params, exclude_session=None, created_before=T0 + timedelta(days=1),
+                                   include_archived=True)
+        assert legs.memory_ids == []
         assert engine.store.substring_search(mine, query_text=words, limit=10, exclude_session=None,
                                              created_before=T0 + timedelta(days=1), include_archived=True) == []
     assert recall(engine, "the blue door", T0 + timedelta(days=1)) == []

@@ -38,9 +38,9 @@ from pydantic import BaseModel, ValidationError
 
 from api.auth import KeyStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.models import REGISTERS, Register
+from engine.models import REGISTERS, Register, Tier
 from engine.ports import Classifier, Embedder
-from engine.tuning import TuningProfile
+from engine.tuning import ContextParams, TuningProfile
 from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process
@@ -104,14 +104,23 @@ def _numeric_fields(kind: object = (int, float)) -> Iterator[tuple[str, type[Bas
         elif isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
             section = info.annotation
             for field_name, field in section.model_fields.items():
-                if field.annotation not in (int, float) and field.annotation != REGISTER_SET:
+                if field.annotation not in (int, float) and field.annotation not in (REGISTER_SET, Tier):
                     raise TypeError(f"{name}.{field_name} is a {field.annotation}: is it a number to bound?")
+                if field.annotation == Tier:
+                    continue  # a choice of three, checked below
                 if (field.annotation in (int, float)) == numeric:
                     yield f"{name}.{field_name}", section, field_name
 
 
 NUMERIC_FIELDS = list(_numeric_fields())
 REGISTER_FIELDS = list(_numeric_fields(REGISTER_SET))
+
+
+def test_the_lowest_told_tier_is_one_of_the_three() -> None:
+    for value in ("medium", "", 1, None):
+        with pytest.raises(ValidationError):
+            ContextParams.model_validate({"min_tier": value})
+    assert ContextParams.model_validate({"min_tier": "low"}).min_tier == "low"
 
 
 @pytest.mark.parametrize(("model", "field"), [(model, field) for _, model, field in REGISTER_FIELDS],

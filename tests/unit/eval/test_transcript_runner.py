@@ -28,6 +28,7 @@ from engine.models import (
     Trace,
     TraceStatus,
     Turn,
+    WindowTurn,
 )
 from eval.cli import main
 from eval.transcripts import (
@@ -213,7 +214,7 @@ def test_replay_stores_turns_closes_sessions_and_probes_in_the_order_format_md_g
     assert names[3:] == ["close_session", "recall", "ingest", "ingest", "recall", "ingest", "close_session"]
 
 
-def test_a_probe_recalls_with_the_users_message_at_its_time_in_the_current_session() -> None:
+def test_a_probe_recalls_with_the_users_message_and_the_session_so_far_at_its_time() -> None:
     transcript = parse_transcript(LUNA, file="luna.yaml")
     seen_at_recall: list[list[str]] = []
 
@@ -231,6 +232,7 @@ def test_a_probe_recalls_with_the_users_message_at_its_time_in_the_current_sessi
             character_id="ava",
             user_id="tester-1",
             message="I went for a walk in the park.",
+            window=(),  # the session's first line: nothing said before it in this session
             session_id="luna:s1",
             at=session_1,
         ),
@@ -238,6 +240,9 @@ def test_a_probe_recalls_with_the_users_message_at_its_time_in_the_current_sessi
             character_id="ava",
             user_id="tester-1",
             message="Quiet.",
+            # As a runtime would: the session so far, passed with the recall.
+            window=(WindowTurn(role="user", text="I went for a walk in the park."),
+                    WindowTurn(role="character", text="How was it?")),
             session_id="luna:s1",
             at=session_1 + timedelta(seconds=30, minutes=2),
         ),
@@ -661,4 +666,6 @@ def test_the_runner_drives_the_real_engine_facade(tmp_path: Path) -> None:
     assert [(result.session, result.turn) for result in report.results] == [(1, 0), (1, 2)]
     # The first session was closed (its write-time pass ran) before the probe in the second one recalled.
     assert all(memory.session_id == "luna:s0" for memory in report.results[0].recall.memories)
-    assert all(memory.trace is not None for memory in report.results[0].recall.memories)
+    recalled = report.results[0].recall.memories
+    assert recalled and all(memory.trace is not None for memory in recalled if memory.kind == "turn")
+    assert any(memory.kind == "fact" for memory in recalled)  # the pass distilled "Luna" as a fact

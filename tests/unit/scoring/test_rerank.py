@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,6 +17,8 @@ from scoring.reference import stage_two_reference
 from scoring.rerank import stage_two, tone_masks
 
 PARAMS = stage_two_params(TuningProfile())
+# The anchor boost's geometry alone: every memory that carries the anchor gets it, felt or not.
+ANY_MEMORY = dataclasses.replace(PARAMS, anchor_feeling_share=0.0)
 
 
 @st.composite
@@ -82,9 +86,9 @@ def test_decay_is_monotone_in_age(intensity: float, age_a: float, age_b: float) 
 def test_an_anchor_hit_outranks_a_slightly_more_relevant_miss() -> None:
     relevance = np.array([0.5, 0.4])
     result = stage_two(relevance, np.array([0.2, 0.2]), np.zeros(2), np.array([5.0, 5.0]), np.array([True, True]),
-                       np.array([False, True]), np.ones(2), np.ones(2), PARAMS)
+                       np.array([False, True]), np.ones(2), np.ones(2), ANY_MEMORY)
     assert result.order.tolist()[0] == 1
-    assert result.anchor_boost.tolist() == [1.0, PARAMS.anchor_boost]
+    assert result.anchor_boost.tolist() == [1.0, ANY_MEMORY.anchor_boost]
 
 
 def test_an_anchor_every_candidate_carries_boosts_nobody_and_a_rare_one_boosts_fully() -> None:
@@ -92,15 +96,15 @@ def test_an_anchor_every_candidate_carries_boosts_nobody_and_a_rare_one_boosts_f
     everyone, luna = [True, True, True, True], [False, False, True, False]
     matches = np.array([everyone, luna]).T
     result = stage_two(np.array([0.5, 0.5, 0.4, 0.45]), np.zeros(4), np.zeros(4), np.full(4, 5.0), np.zeros(4, bool),
-                       matches, np.ones(4), np.ones(4), PARAMS)
-    assert result.anchor_boost.tolist() == pytest.approx([1.0, 1.0, PARAMS.anchor_boost, 1.0])
+                       matches, np.ones(4), np.ones(4), ANY_MEMORY)
+    assert result.anchor_boost.tolist() == pytest.approx([1.0, 1.0, ANY_MEMORY.anchor_boost, 1.0])
     assert result.order.tolist()[0] == 2
 
 
 def test_an_anchor_half_the_candidates_carry_boosts_them_partly() -> None:
     result = stage_two(np.full(4, 0.5), np.zeros(4), np.zeros(4), np.full(4, 5.0), np.zeros(4, bool),
-                       np.array([True, True, False, False]), np.ones(4), np.ones(4), PARAMS)
-    half = 1.0 + (PARAMS.anchor_boost - 1.0) * 0.5  # ln(4 / 2) / ln(4)
+                       np.array([True, True, False, False]), np.ones(4), np.ones(4), ANY_MEMORY)
+    half = 1.0 + (ANY_MEMORY.anchor_boost - 1.0) * 0.5  # ln(4 / 2) / ln(4)
     assert result.anchor_boost.tolist() == pytest.approx([half, half, 1.0, 1.0])
 
 
@@ -167,3 +171,13 @@ def test_a_resolved_memory_carries_no_rule_and_ranks_as_a_memory() -> None:
     fresh = stage_two(np.array([0.9]), np.array([0.9]), np.array([-0.9]), np.array([1.0]), np.array([True]),
                       np.zeros(1, bool), np.ones(1), np.ones(1), PARAMS, resolved=np.array([True]))
     assert fresh.toned.tolist() == [False]
+
+
+def test_the_anchor_boost_goes_to_what_was_felt() -> None:
+    """Seed 004: intensity, "boosted hard when the current message contains one of the anchors". A grief about
+    Luna gets the boost in proportion to how it felt; small talk that happens to name her gets none."""
+    matches = np.array([[True], [True], [False]])
+    result = stage_two(np.array([0.4, 0.4, 0.4]), np.array([0.9, 0.1, 0.9]), np.zeros(3), np.full(3, 5.0),
+                       np.array([True, False, True]), matches, np.ones(3), np.ones(3), PARAMS)
+    rarity = np.log(3 / 2) / np.log(3)
+    assert result.anchor_boost.tolist() == pytest.approx([1 + (PARAMS.anchor_boost - 1) * rarity * 0.9, 1.0, 1.0])

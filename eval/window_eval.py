@@ -1,0 +1,863 @@
+"""Window recall (``feltsense eval window``): does recall read the conversation window, and do its tiers mean much?
+
+A probe is a moment of a conversation: the window (the lines before, oldest first, both roles), the user's
+message, and the memories a good companion would bring up (any one counts). Each user's memories are ingested
+into one embedded engine (each memory its own past session, closed, so the write-time pass writes its trace);
+then every probe is asked under four methods in one run:
+
+- ``message``: ``Engine.recall`` with ``window=()`` (the message alone);
+- ``window``: ``Engine.recall`` with the probe's window, under the profile's window constants;
+- ``cosine``: plain cosine over the user's memory vectors (the store's, same embedder), the message as query;
+- ``cosine-tail3``: the same, with the last three lines (the window's last two and the message) joined as query.
+
+Scores: hit@1/3/6 (the share of probes with an expected memory among the first k), MRR over the first 6 (a probe
+whose expected memories are all below 6 counts 0), over the probes that expect something. Probes that expect
+nothing (``expect: []``) report the tier of their top result instead, and the tier table gives, for every result
+recall returned, the share that were expected memories, per tier.
+
+Sources: the hand-written development set ``eval/data/recall_dev.yaml`` (the window and floor constants are chosen
+on it, ``--sweep``; never reported) and ESConv (evaluation only: scored, nothing chosen). An ESConv probe is a cut
+of one dialogue D: the query is one of the seeker's turns (its 2nd to 6th, skipping turns of under 4 words), the
+window every line before it (seeker: role user, supporter: role character); the pseudo-user's memories are D's
+``situation`` (the expected memory) and the situations of 75 other dialogues of the split with another
+problem_type, drawn with a seeded RNG per dialogue (so ``--limit`` runs the same cases as the full run).
+
+Choices where the brief is silent:
+
+- One engine holds every user (a partition each), so the models load once and one data directory serves the
+  run. Memories are ingested one user at a time in one batch, then each session is closed (the write-time pass).
+  ESConv repeats each situation in about 76 users, so the embedder and classifier are wrapped in exact memo
+  caches (``Memo*``): the same text gets the same vector and the same session the same classification, as the
+  models would give, without recomputing them ~76 times.
+- Recall is asked with no session id (nothing excluded) at the probe's time; memories dated after it are not
+  visible to recall, and the cosine baselines leave them out likewise. Recall's usage signals are buffered
+  and never flushed here, so asking one probe does not change the ranking of the next.
+- An atomic fact recall returns (kind ``fact``) credits the memories it was distilled from (its provenance); a
+  result that credits nothing (canon) is a miss.
+- ESConv memories are dated 14 to 180 days before the probe (uniform, seeded), the expected one drawn from the
+  same distribution as its distractors, so age says nothing about which is right.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as day_time
+from itertools import product
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from engine.models import RecallResult
+    from engine.ports import Classifier, Embedder, TraceClassification
+    from engine.service import Engine
+    from engine.tuning import TuningProfile
+    from eval.locomo import Progress
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEV_SET = REPO_ROOT / "eval" / "data" / "recall_dev.yaml"
+ESCONV_DIR = Path("../shared/data/esconv")
+CHARACTER_ID = "window-eval"
+KS = (1, 3, 6)
+LIMIT = max(KS)
+METHODS = ("message", "window", "cosine", "cosine-tail3")
+ENGINE_METHODS = ("message", "window")
+TIERS = ("high", "standard", "low")
+TAIL_LINES = 3
+"""Lines the ``cosine-tail3`` baseline joins: the window's last two and the message."""
+MEMORY_HOUR = day_time(19, 0, tzinfo=UTC)
+PROBE_HOUR = day_time(20, 0, tzinfo=UTC)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+ESCONV_DISTRACTORS = 75
+ESCONV_SEED = 20250601
+ESCONV_POSITIONS = (2, 3, 4, 5, 6)
+"""The seeker's turns (1-based, among the seeker's own) used as query messages."""
+ESCONV_MIN_WORDS = 4
+ESCONV_AT = datetime(2025, 6, 1, 20, 0, tzinfo=UTC)
+ESCONV_AGE_DAYS = (14.0, 180.0)
+SEEKER = frozenset({"usr", "seeker"})
+SUPPORTER = frozenset({"sys", "supporter"})
+
+SWEEP_GRID: dict[str, tuple[float | int, ...]] = {
+    "window_vector_weight": (0.0, 0.5, 1.0, 1.5, 2.0),
+    "window_lexical_weight": (0.0, 0.3, 0.5),
+    "window_recency": (0.7, 0.85, 1.0),
+    "window_turns": (4, 6),
+}
+
+
+class WindowDataError(ValueError):
+    """The cases are missing or malformed; the message names the file and the place."""
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Cases
+
+
+@dataclass(frozen=True)
+class CaseMemory:
+    key: str
+    """The memory's id in the case (``maya-interview``); unique within its user."""
+    text: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Probe:
+    probe_id: str
+    message: str
+    window: tuple[tuple[str, str], ...]
+    """(role, text) lines before the message, oldest first; role is "user" or "character"."""
+    expect: tuple[str, ...]
+    at: datetime
+    group: str
+    """What the per-group means are over: the dev set's ``kind``, ESConv's ``cut N``."""
+
+
+@dataclass(frozen=True)
+class Case:
+    user: str
+    memories: tuple[CaseMemory, ...]
+    probes: tuple[Probe, ...]
+
+
+def _day(value: object, where: str) -> datetime:
+    """A YAML date (``2025-02-20``) or ISO timestamp as an aware UTC datetime; a bare date is at ``MEMORY_HOUR``."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, MEMORY_HOUR)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise WindowDataError(f"{where}: {value!r} is not a date (YYYY-MM-DD)") from None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    raise WindowDataError(f"{where}: expected a date, got {value!r}")
+
+
+def _probe_time(value: object, where: str) -> datetime:
+    """A probe's time: a bare date is at ``PROBE_HOUR``, after that day's memories."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return datetime.combine(value, PROBE_HOUR)
+    return _day(value, where)
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise WindowDataError(f"{where}: expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _identifier(value: object, where: str) -> str:
+    text = _text(value, where)
+    if not _ID.fullmatch(text):
+        raise WindowDataError(f"{where}: {text!r} is not an id (letters, digits, '.', '_', '-')")
+    return text
+
+
+def parse_dev(document: object, *, source: str = "the dev set") -> list[Case]:
+    """The dev set's cases from its parsed YAML; ``WindowDataError`` naming the place of the first problem."""
+    if not isinstance(document, Mapping) or document.get("format") != 1 or not isinstance(document.get("users"), list):
+        raise WindowDataError(f"{source}: expected a mapping with format: 1 and a list of users")
+    cases: list[Case] = []
+    users: set[str] = set()
+    probe_ids: set[str] = set()
+    for u, raw in enumerate(document["users"]):
+        where = f"{source}: users[{u}]"
+        if not isinstance(raw, Mapping):
+            raise WindowDataError(f"{where}: expected a mapping")
+        user = _identifier(raw.get("user"), f"{where}.user")
+        if user in users:
+            raise WindowDataError(f"{where}: user {user!r} appears twice")
+        users.add(user)
+        memories: dict[str, CaseMemory] = {}
+        for m, item in enumerate(raw.get("memories") or ()):
+            at = f"{where}.memories[{m}]"
+            if not isinstance(item, Mapping):
+                raise WindowDataError(f"{at}: expected a mapping with id, date and text")
+            key = _identifier(item.get("id"), f"{at}.id")
+            if key in memories:
+                raise WindowDataError(f"{at}: memory id {key!r} appears twice")
+            memories[key] = CaseMemory(key=key, text=_text(item.get("text"), f"{at}.text"),
+                                       at=_day(item.get("date"), f"{at}.date"))
+        if not memories:
+            raise WindowDataError(f"{where}: no memories")
+        now = raw.get("now")
+        probes: list[Probe] = []
+        for p, item in enumerate(raw.get("probes") or ()):
+            at = f"{where}.probes[{p}]"
+            if not isinstance(item, Mapping):
+                raise WindowDataError(f"{at}: expected a mapping")
+            probe_id = _identifier(item.get("id"), f"{at}.id")
+            if probe_id in probe_ids:
+                raise WindowDataError(f"{at}: probe id {probe_id!r} appears twice")
+            probe_ids.add(probe_id)
+            when = item.get("at", now)
+            if when is None:
+                raise WindowDataError(f"{at}: no time (give the user a `now` or the probe an `at`)")
+            moment = _probe_time(when, f"{at}.at")
+            window: list[tuple[str, str]] = []
+            for w, line in enumerate(item.get("window") or ()):
+                if not isinstance(line, Mapping) or len(line) != 1:
+                    raise WindowDataError(f"{at}.window[{w}]: expected one `user: ...` or `character: ...`")
+                ((role, said),) = line.items()
+                if role not in ("user", "character"):
+                    raise WindowDataError(f"{at}.window[{w}]: role {role!r} is neither user nor character")
+                window.append((role, _text(said, f"{at}.window[{w}]")))
+            expect = item.get("expect")
+            if not isinstance(expect, list):
+                raise WindowDataError(f"{at}.expect: expected a list of memory ids ([] for none)")
+            for key in expect:
+                if key not in memories:
+                    raise WindowDataError(f"{at}.expect: {key!r} is not one of {user}'s memories")
+                if memories[key].at >= moment:
+                    raise WindowDataError(f"{at}.expect: {key!r} is dated after the probe, so it cannot be recalled")
+            probes.append(Probe(probe_id=probe_id, message=_text(item.get("message"), f"{at}.message"),
+                                window=tuple(window), expect=tuple(expect), at=moment,
+                                group=_identifier(item.get("kind", "other"), f"{at}.kind")))
+        cases.append(Case(user=user, memories=tuple(memories.values()), probes=tuple(probes)))
+    return cases
+
+
+def load_dev(path: Path = DEV_SET, *, limit: int | None = None) -> list[Case]:
+    """The dev set's cases (the first ``limit`` users)."""
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise WindowDataError(f"cannot read {path}: {exc}") from exc
+    return parse_dev(document, source=str(path))[:limit]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _line(turn: Mapping[str, Any]) -> tuple[str, str] | None:
+    """One ESConv dialogue line as (role, text), or None for an empty line or an unknown speaker."""
+    speaker = str(turn.get("speaker", ""))
+    text = str(turn.get("text", turn.get("content", "")) or "").strip()
+    if not text:
+        return None
+    if speaker in SEEKER:
+        return ("user", text)
+    if speaker in SUPPORTER:
+        return ("character", text)
+    return None
+
+
+def esconv_cases(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    distractors: int = ESCONV_DISTRACTORS,
+    seed: int = ESCONV_SEED,
+    positions: Sequence[int] = ESCONV_POSITIONS,
+    min_words: int = ESCONV_MIN_WORDS,
+    at: datetime = ESCONV_AT,
+    limit: int | None = None,
+) -> list[Case]:
+    """One case per dialogue of the split (the first ``limit`` dialogues; distractors come from the whole split).
+
+    Dialogue i's user holds its situation (memory ``d<i>``, the expected one) and the situations of ``distractors``
+    other dialogues with another problem_type (``d<j>``), drawn by ``random.Random(f"{seed}:{i}")``, each dated
+    14-180 days before ``at``. Its probes are the seeker turns at ``positions`` (1-based among the seeker's turns)
+    with at least ``min_words`` words, each with every line before it as the window. A dialogue without a
+    situation or without a usable cut has no case.
+    """
+    from engine.models import WINDOW_MAX_TURNS
+
+    situations = [str(row.get("situation") or "").strip() for row in rows]
+    problems = [str(row.get("problem_type") or "") for row in rows]
+    cases: list[Case] = []
+    for i, row in enumerate(rows[:limit]):
+        if not situations[i]:
+            continue
+        rng = random.Random(f"{seed}:{i}")
+        pool = [j for j in range(len(rows)) if j != i and situations[j] and problems[j] != problems[i]]
+        chosen = sorted(rng.sample(pool, min(distractors, len(pool))))
+        members = sorted([i, *chosen])
+        ages = {j: rng.uniform(*ESCONV_AGE_DAYS) for j in members}
+        memories = tuple(CaseMemory(key=f"d{j}", text=situations[j], at=at - timedelta(days=ages[j]))
+                         for j in members)
+        lines: list[tuple[str, str]] = []
+        seeker_turns = 0
+        probes: list[Probe] = []
+        for turn in row.get("dialog") or ():
+            line = _line(turn)
+            if line is None:
+                continue
+            if line[0] == "user":
+                seeker_turns += 1
+                if seeker_turns in positions and _words(line[1]) >= min_words:
+                    probes.append(Probe(
+                        probe_id=f"esconv-{i}-cut{seeker_turns}", message=line[1],
+                        window=tuple(lines[-WINDOW_MAX_TURNS:]), expect=(f"d{i}",), at=at,
+                        group=f"cut {seeker_turns}",
+                    ))
+            lines.append(line)
+        if probes:
+            cases.append(Case(user=f"esconv-{i}", memories=memories, probes=tuple(probes)))
+    return cases
+
+
+def load_esconv(folder: Path, split: str, *, limit: int | None = None) -> list[Case]:
+    path = folder / f"{split}.jsonl" if folder.is_dir() else folder
+    try:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise WindowDataError(f"cannot read ESConv from {path}: {exc}") from exc
+    if not rows or not all(isinstance(r, dict) and "dialog" in r for r in rows):
+        raise WindowDataError(f"{path} does not look like ESConv (JSON lines with situation and dialog)")
+    return esconv_cases(rows, limit=limit)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Exact memo caches for the models (ESConv repeats every situation in ~76 users)
+
+
+class MemoEmbedder:
+    """An embedder that embeds each distinct text once: the same rows the wrapped embedder gives."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self._rows: dict[str, NDArray[np.float32]] = {}
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._rows))
+        if missing:
+            for text, row in zip(missing, self._inner.embed(missing), strict=True):
+                self._rows[text] = row
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._rows[t] for t in texts]).astype(np.float32, copy=False)
+
+
+class MemoClassifier:
+    """A classifier that classifies each distinct session (its texts, in order) once."""
+
+    def __init__(self, inner: Classifier) -> None:
+        self._inner = inner
+        self._seen: dict[tuple[str, ...], Sequence[TraceClassification]] = {}
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def per_sentence(self) -> bool:
+        return self._inner.per_sentence
+
+    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Sequence[TraceClassification]:
+        key = tuple(texts)
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = self._inner.classify(texts, embeddings)
+        return found
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Metrics
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One probe under one method: what each of the first results credits, and its tier (None for cosine)."""
+
+    credits: tuple[frozenset[str], ...]
+    tiers: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProbeScore:
+    probe_id: str
+    group: str
+    expect: tuple[str, ...]
+    rank: int | None
+    """1-based rank of the first expected memory within the first ``LIMIT``; None when absent (or nothing expected)."""
+    top: str | None
+    """What the first result credits (a memory key, or ``"-"`` for a result crediting nothing), None if empty."""
+    top_tier: str | None
+    tiers: tuple[tuple[str, bool], ...] = field(default=())
+    """(tier, expected?) for every tiered result."""
+
+
+def score_probe(probe: Probe, ranked: Ranked) -> ProbeScore:
+    expected = set(probe.expect)
+    rank = next((i + 1 for i, credits in enumerate(ranked.credits[:LIMIT]) if credits & expected), None)
+    top = None
+    if ranked.credits:
+        first = ranked.credits[0]
+        top = ",".join(sorted(first)) if first else "-"
+    tiers = tuple((tier, bool(credits & expected)) for credits, tier in zip(ranked.credits, ranked.tiers, strict=False)
+                  if tier is not None)
+    return ProbeScore(probe_id=probe.probe_id, group=probe.group, expect=probe.expect, rank=rank, top=top,
+                      top_tier=ranked.tiers[0] if ranked.tiers else None, tiers=tiers)
+
+
+def _means(scores: Sequence[ProbeScore]) -> dict[str, float | int]:
+    n = len(scores)
+    out: dict[str, float | int] = {"probes": n}
+    for k in KS:
+        out[f"hit@{k}"] = round(sum(1 for s in scores if s.rank is not None and s.rank <= k) / n, 4) if n else 0.0
+    out["mrr"] = round(sum(1.0 / s.rank for s in scores if s.rank is not None) / n, 4) if n else 0.0
+    return out
+
+
+def method_report(scores: Sequence[ProbeScore], *, tiered: bool) -> dict[str, Any]:
+    """Means over the probes that expect something (overall and per group), the top tier of those that expect
+    nothing, and the tier table (for recall's methods)."""
+    expecting = [s for s in scores if s.expect]
+    groups: dict[str, list[ProbeScore]] = {}
+    for s in expecting:
+        groups.setdefault(s.group, []).append(s)
+    report: dict[str, Any] = {"overall": _means(expecting),
+                              "by_group": {g: _means(rows) for g, rows in sorted(groups.items(), key=_group_order)}}
+    nothing = [s for s in scores if not s.expect]
+    if tiered:
+        top: dict[str, int] = dict.fromkeys((*TIERS, "empty"), 0)
+        for s in nothing:
+            top[s.top_tier or "empty"] += 1
+        report["nothing_expected_top_tier"] = top
+        table: dict[str, dict[str, float | int]] = {}
+        for tier in TIERS:
+            rows = [hit for s in scores for t, hit in s.tiers if t == tier]
+            table[tier] = {"results": len(rows), "expected": sum(rows),
+                           "share_expected": round(sum(rows) / len(rows), 4) if rows else 0.0}
+        report["tiers"] = table
+        hits = [s for s in expecting if s.rank == 1]
+        report["top_tier_when_top_is_expected"] = {t: sum(1 for s in hits if s.top_tier == t) for t in TIERS}
+        misses = [s for s in expecting if s.rank != 1 and s.top_tier is not None]
+        report["top_tier_when_top_is_not_expected"] = {t: sum(1 for s in misses if s.top_tier == t) for t in TIERS}
+    else:
+        report["nothing_expected_probes"] = len(nothing)
+    return report
+
+
+def _group_order(item: tuple[str, Any]) -> tuple[int, str]:
+    match = re.fullmatch(r"cut (\d+)", item[0])
+    return (int(match[1]), "") if match else (10**6, item[0])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The run
+
+
+def _query_window(probe: Probe) -> tuple[Any, ...]:
+    from engine.models import WINDOW_MAX_TURNS, WindowTurn
+
+    return tuple(WindowTurn(role=role, text=text) for role, text in probe.window[-WINDOW_MAX_TURNS:])
+
+
+def _turn_id(user: str, key: str) -> str:
+    return f"{user}.{key}"
+
+
+def ingest(engine: Engine, cases: Sequence[Case], progress: Progress | None = None) -> None:
+    """Each case's memories as user turns of its user, each its own session (in one ingest batch per user), then
+    every session closed at the memory's time plus a minute, oldest first, so the write-time pass runs."""
+    from engine.models import Turn
+
+    for case in cases:
+        ordered = sorted(case.memories, key=lambda m: m.at)
+        engine.ingest([
+            Turn(turn_id=_turn_id(case.user, m.key), session_id=_turn_id(case.user, m.key), character_id=CHARACTER_ID,
+                 user_id=case.user, role="user", text=m.text, timestamp=m.at)
+            for m in ordered
+        ])
+        for memory in ordered:
+            engine.close_session(_turn_id(case.user, memory.key), closed_at=memory.at + timedelta(minutes=1))
+        if progress is not None:
+            progress.advance(f"ingest {case.user}", len(case.memories))
+
+
+class _Credits:
+    """What a recalled memory id credits: a case memory itself, a fact the memories it was distilled from."""
+
+    def __init__(self, engine: Engine, cases: Sequence[Case]) -> None:
+        from engine.ingest import memory_id_for
+
+        self._engine = engine
+        self._of: dict[str, frozenset[str]] = {}
+        self._by_session: dict[str, frozenset[str]] = {}
+        for case in cases:
+            for memory in case.memories:
+                turn_id = _turn_id(case.user, memory.key)
+                self._of[memory_id_for(turn_id)] = frozenset({memory.key})
+                self._by_session[turn_id] = frozenset({memory.key})
+
+    def __call__(self, memory_ids: Iterable[str]) -> list[frozenset[str]]:
+        ids = list(memory_ids)
+        unknown = [m for m in ids if m not in self._of]
+        for memory in self._engine.store.get_memories(unknown) if unknown else ():
+            sources = memory.fact.provenance if memory.fact is not None else ()
+            credited: set[str] = set()
+            for source in sources:
+                credited |= self._of.get(source, frozenset()) | self._by_session.get(source, frozenset())
+            self._of[memory.memory_id] = frozenset(credited)
+        return [self._of.get(m, frozenset()) for m in ids]
+
+
+def _recall(engine: Engine, case: Case, probe: Probe, window: tuple[Any, ...]) -> RecallResult:
+    from engine.models import RecallQuery
+
+    return engine.recall(RecallQuery(character_id=CHARACTER_ID, user_id=case.user, message=probe.message,
+                                     window=window, at=probe.at, limit=LIMIT))
+
+
+def _ranked(result: RecallResult, credits: _Credits) -> Ranked:
+    memories = result.memories
+    return Ranked(credits=tuple(credits(m.memory_id for m in memories)), tiers=tuple(m.tier for m in memories))
+
+
+def _cosine(vectors: NDArray[np.float64], keys: Sequence[str], query: NDArray[np.float32]) -> Ranked:
+    if not keys:
+        return Ranked(credits=())
+    scores = np.nan_to_num(vectors @ query.astype(np.float64), nan=-1.0)
+    order = np.argsort(-scores, kind="stable")[:LIMIT]
+    return Ranked(credits=tuple(frozenset({keys[int(i)]}) for i in order))
+
+
+def tail_query(probe: Probe, lines: int = TAIL_LINES) -> str:
+    """The ``cosine-tail3`` query: the window's last ``lines - 1`` lines and the message, joined by newlines."""
+    return "\n".join([*(text for _, text in probe.window[-(lines - 1):] if lines > 1), probe.message])
+
+
+def evaluate(
+    engine: Engine, cases: Sequence[Case], *, methods: Sequence[str] = METHODS, progress: Progress | None = None,
+) -> dict[str, list[ProbeScore]]:
+    """Every probe of ``cases`` (already ingested into ``engine``) under each of ``methods``."""
+    from engine.ingest import memory_id_for
+
+    credits = _Credits(engine, cases)
+    out: dict[str, list[ProbeScore]] = {m: [] for m in methods}
+    cosine_methods = [m for m in methods if m not in ENGINE_METHODS]
+    for case in cases:
+        ids = [memory_id_for(_turn_id(case.user, m.key)) for m in case.memories]
+        vectors = engine.store.get_vectors(ids).astype(np.float64) if cosine_methods else np.zeros((0, 0))
+        queries: dict[str, NDArray[np.float32]] = {}
+        if cosine_methods:
+            texts = {"cosine": [p.message for p in case.probes], "cosine-tail3": [tail_query(p) for p in case.probes]}
+            for method in cosine_methods:
+                queries[method] = engine.embedder.embed(texts[method])
+        for n, probe in enumerate(case.probes):
+            for method in methods:
+                if method == "message":
+                    ranked = _ranked(_recall(engine, case, probe, ()), credits)
+                elif method == "window":
+                    ranked = _ranked(_recall(engine, case, probe, _query_window(probe)), credits)
+                else:
+                    visible = [i for i, m in enumerate(case.memories) if m.at < probe.at]
+                    ranked = _cosine(vectors[visible], [case.memories[i].key for i in visible], queries[method][n])
+                out[method].append(score_probe(probe, ranked))
+            if progress is not None:
+                progress.advance(f"probes {case.user}")
+    return out
+
+
+def report(scores: Mapping[str, Sequence[ProbeScore]]) -> dict[str, Any]:
+    """``{"methods": {method: method_report}, "per_probe": [...]}``: the figures, and each probe's rank per method."""
+    methods = {m: method_report(rows, tiered=m in ENGINE_METHODS) for m, rows in scores.items()}
+    first = next(iter(scores.values()), [])
+    probes = []
+    for i, s in enumerate(first):
+        probes.append({
+            "id": s.probe_id, "group": s.group, "expect": list(s.expect),
+            "rank": {m: rows[i].rank for m, rows in scores.items()},
+            "top": {m: rows[i].top for m, rows in scores.items()},
+            "top_tier": {m: rows[i].top_tier for m, rows in scores.items() if m in ENGINE_METHODS},
+        })
+    return {"methods": methods, "per_probe": probes}
+
+
+def window_constants(profile: TuningProfile) -> dict[str, Any]:
+    """The constants this eval is about, as the run used them: retrieval's window, floor and tier constants, and
+    the window's share of the anchor boost."""
+    retrieval = profile.retrieval.model_dump()
+    named = ("window_", "tier_", "vector_relative_margin", "fused_relative_floor", "vector_zero_margin")
+    out = {k: v for k, v in retrieval.items() if k.startswith(named)}
+    out["window_anchor_weight"] = getattr(profile.scoring, "window_anchor_weight", None)
+    return out
+
+
+def work_units(cases: Sequence[Case]) -> int:
+    return sum(len(c.memories) + len(c.probes) for c in cases)
+
+
+def run(
+    cases: Sequence[Case],
+    *,
+    embedder: Embedder,
+    classifier: Classifier,
+    methods: Sequence[str] = METHODS,
+    profile: TuningProfile | None = None,
+    progress: Progress | None = None,
+    sweep: Callable[[Engine], list[dict[str, Any]]] | None = None,
+    calibrate: Callable[[Engine], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Ingest ``cases`` into one fresh embedded engine (a temporary data directory, the given models wrapped in
+    memo caches), score every probe under ``methods`` with ``profile`` (the defaults when None), and, with
+    ``sweep``, run it on the same engine afterwards (its rows go under ``"sweep"``)."""
+    from engine.factory import build_engine
+    from engine.settings import Settings
+    from engine.tuning import ProfileSource, TuningProfile
+
+    profiles = ProfileSource()
+    if profile is not None:
+        profiles.set(profile.model_copy(update={"character_id": CHARACTER_ID}))
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="feltsense-window-") as tmp:
+        settings = Settings().model_copy(update={"data_dir": Path(tmp), "store": "embedded"})
+        engine = build_engine(settings, embedder=MemoEmbedder(embedder), classifier=MemoClassifier(classifier),
+                              profiles=profiles)
+        try:
+            ingest(engine, cases, progress)
+            ingested = time.monotonic() - started
+            result = report(evaluate(engine, cases, methods=methods, progress=progress))
+            if sweep is not None:
+                result["sweep"] = sweep(engine)
+            if calibrate is not None:
+                result["calibration"] = calibrate(engine)
+        finally:
+            engine.close()
+    used = profiles.profile_for(CHARACTER_ID) if profile is not None else TuningProfile()
+    result.update({
+        "users": len(cases),
+        "memories": sum(len(c.memories) for c in cases),
+        "probes": sum(len(c.probes) for c in cases),
+        "probes_expecting_nothing": sum(1 for c in cases for p in c.probes if not p.expect),
+        "constants": window_constants(used),
+        "ingest_seconds": round(ingested, 1),
+        "seconds": round(time.monotonic() - started, 1),
+    })
+    return result
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The sweep (dev set only)
+
+
+def sweep_profiles(base: TuningProfile | None = None) -> list[tuple[dict[str, float | int], TuningProfile]]:
+    """The grid of ``SWEEP_GRID`` over ``base`` (the defaults): (setting, profile) pairs, in grid order."""
+    from engine.tuning import RetrievalParams, TuningProfile
+
+    base = base or TuningProfile()
+    out = []
+    names = list(SWEEP_GRID)
+    for values in product(*(SWEEP_GRID[n] for n in names)):
+        setting = dict(zip(names, values, strict=True))
+        retrieval = RetrievalParams.model_validate({**base.retrieval.model_dump(), **setting})
+        out.append((setting, base.model_copy(update={"character_id": CHARACTER_ID, "retrieval": retrieval})))
+    return out
+
+
+def make_sweep(cases: Sequence[Case], progress: Callable[[str], None] | None = None
+               ) -> Callable[[Engine], list[dict[str, Any]]]:
+    """A sweep over the ingested ``cases``: the ``window`` method under each grid setting (the profile set on the
+    engine between settings; the write-time pass already ran under the defaults), hit@k and MRR per setting."""
+
+    def sweep(engine: Engine) -> list[dict[str, Any]]:
+        rows = []
+        grid = sweep_profiles(engine.profiles.profile_for(CHARACTER_ID))
+        for n, (setting, profile) in enumerate(grid, 1):
+            engine.profiles.set(profile)
+            scores = evaluate(engine, cases, methods=("window",))["window"]
+            rows.append({**setting, **_means([s for s in scores if s.expect])})
+            if progress is not None:
+                progress(f"sweep {n}/{len(grid)}: {setting}")
+        return rows
+
+    return sweep
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The tiers' calibration (dev set only)
+
+
+def fit_logistic(features: NDArray[np.float64], labels: NDArray[np.float64], *, steps: int = 50) -> NDArray[np.float64]:
+    """Logistic regression by Newton's method (a tiny ridge keeps it finite): intercept first, then one weight per
+    feature column."""
+    x = np.column_stack([np.ones(len(features)), features])
+    weights = np.zeros(x.shape[1])
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(x @ weights)))
+        hessian = x.T @ (x * (p * (1.0 - p))[:, None]) + 1e-6 * np.eye(x.shape[1])
+        weights = weights + np.linalg.solve(hessian, x.T @ (labels - p))
+    return weights
+
+
+def make_calibration(cases: Sequence[Case]) -> Callable[[Engine], dict[str, Any]]:
+    """Fit ``retrieval.tier_intercept``, ``tier_fused_weight`` and ``tier_lead_weight`` on what the window method
+    returns for the dev probes: each returned memory's fused relevance and lead, labelled by whether it was an
+    expected memory. Prints nothing; the report has the weights and each band's observed share."""
+
+    def calibrate(engine: Engine) -> dict[str, Any]:
+        credits = _Credits(engine, cases)
+        rows: list[tuple[float, float, bool]] = []
+        for case in cases:
+            for probe in case.probes:
+                result = _recall(engine, case, probe, _query_window(probe))
+                expected = set(probe.expect)
+                for memory, credited in zip(result.memories, credits(m.memory_id for m in result.memories),
+                                            strict=True):
+                    rows.append((memory.components.relevance, memory.relevance_lead or 0.0,
+                                 bool(credited & expected)))
+        features = np.array([(f, lead) for f, lead, _ in rows], dtype=np.float64)
+        labels = np.array([float(y) for *_, y in rows])
+        weights = fit_logistic(features, labels)
+        p = 1.0 / (1.0 + np.exp(-(weights[0] + features @ weights[1:])))
+        bands = []
+        for low, high in ((0.0, 0.3), (0.3, 0.6), (0.6, 1.0001)):
+            chosen = (p >= low) & (p < high)
+            bands.append({"from": low, "to": min(high, 1.0), "results": int(chosen.sum()),
+                          "predicted": round(float(p[chosen].mean()), 3) if chosen.any() else None,
+                          "observed": round(float(labels[chosen].mean()), 3) if chosen.any() else None})
+        return {"results": len(rows), "expected": int(labels.sum()),
+                "tier_intercept": round(float(weights[0]), 2), "tier_fused_weight": round(float(weights[1]), 2),
+                "tier_lead_weight": round(float(weights[2]), 2), "bands": bands}
+
+    return calibrate
+
+
+def format_calibration(found: Mapping[str, Any]) -> str:
+    lines = [f"tier calibration on {found['results']} returned results ({found['expected']} expected): "
+             f"tier_intercept {found['tier_intercept']}, tier_fused_weight {found['tier_fused_weight']}, "
+             f"tier_lead_weight {found['tier_lead_weight']}",
+             "  calibrated relevance   results   predicted   observed"]
+    for band in found["bands"]:
+        predicted = "-" if band["predicted"] is None else f"{band['predicted']:.2f}"
+        observed = "-" if band["observed"] is None else f"{band['observed']:.2f}"
+        lines.append(f"  {band['from']:.1f} to {band['to']:.1f}          {band['results']:>7}   {predicted:>9}   "
+                     f"{observed:>8}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Text
+
+
+def _pct(value: float | int) -> str:
+    return f"{100.0 * float(value):6.1f}"
+
+
+def format_report(result: Mapping[str, Any], *, title: str) -> str:
+    methods: Mapping[str, Any] = result["methods"]
+    expecting = result["probes"] - result["probes_expecting_nothing"]
+    lines = [f"{title}: {result['users']} users, {result['memories']} memories, {result['probes']} probes "
+             f"({expecting} expecting a memory, {result['probes_expecting_nothing']} expecting none)",
+             "", f"  {'method':<14}{'hit@1':>7}{'hit@3':>7}{'hit@6':>7}{'MRR':>7}   (% of probes expecting a memory)"]
+    for method, block in methods.items():
+        o = block["overall"]
+        lines.append(f"  {method:<14}{_pct(o['hit@1'])} {_pct(o['hit@3'])} {_pct(o['hit@6'])} {_pct(o['mrr'])}")
+    groups = list(next(iter(methods.values()))["by_group"]) if methods else []
+    if len(groups) > 1:
+        lines += ["", "  hit@6 / MRR by group (probes)"]
+        lines.append(f"  {'group':<14}{'n':>5}" + "".join(f"{m:>20}" for m in methods))
+        for group in groups:
+            n = next(iter(methods.values()))["by_group"][group]["probes"]
+            cells = "".join(f"{100 * b['by_group'][group]['hit@6']:>12.1f} / {100 * b['by_group'][group]['mrr']:4.1f}"
+                            .rjust(20) for b in methods.values())
+            lines.append(f"  {group:<14}{n:>5}{cells}")
+    tiered = [m for m in methods if "tiers" in methods[m]]
+    if tiered:
+        lines += ["", "  tiers: results returned, and the share that were expected memories"]
+        lines.append(f"  {'method':<14}" + "".join(f"{t:>18}" for t in TIERS))
+        for method in tiered:
+            t = methods[method]["tiers"]
+            lines.append(f"  {method:<14}" + "".join(
+                f"{t[tier]['results']:>8} {_pct(t[tier]['share_expected'])}%".rjust(18) for tier in TIERS))
+        lines += ["", "  top result's tier: when it is expected / when it is not / probes expecting nothing"]
+        for method in tiered:
+            b = methods[method]
+            parts = [" ".join(f"{tier[0]}{d[tier]}" for tier in TIERS) for d in
+                     (b["top_tier_when_top_is_expected"], b["top_tier_when_top_is_not_expected"])]
+            none = b["nothing_expected_top_tier"]
+            parts.append(" ".join(f"{tier[0]}{none[tier]}" for tier in TIERS) + f" empty{none['empty']}")
+            lines.append(f"  {method:<14}" + "   |   ".join(parts))
+    c = result.get("constants") or {}
+    if c:
+        lines += ["", "  constants: " + ", ".join(f"{k}={v}" for k, v in c.items())]
+    return "\n".join(lines)
+
+
+def format_sweep(rows: Sequence[Mapping[str, Any]], *, baseline: Mapping[str, Any] | None = None,
+                 default: Mapping[str, Any] | None = None) -> str:
+    names = list(SWEEP_GRID)
+    head = "".join(f"{n.removeprefix('window_'):>16}" for n in names)
+    lines = ["sweep of the window constants on the dev set (window method), best first by hit@6 then MRR",
+             f"  {head}{'hit@1':>8}{'hit@6':>8}{'MRR':>8}"]
+    ordered = sorted(rows, key=lambda r: (-r["hit@6"], -r["mrr"], -r["hit@1"]))
+    for row in ordered:
+        mark = "  (defaults)" if default is not None and all(row[n] == default.get(n) for n in names) else ""
+        lines.append("  " + "".join(f"{row[n]:>16}" for n in names)
+                     + f"{_pct(row['hit@1']):>8}{_pct(row['hit@6']):>8}{_pct(row['mrr']):>8}{mark}")
+    if baseline is not None:
+        lines.append(f"  message alone (window=()): hit@1 {_pct(baseline['hit@1']).strip()}, hit@6 "
+                     f"{_pct(baseline['hit@6']).strip()}, MRR {_pct(baseline['mrr']).strip()}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The command
+
+
+def measure(
+    source: str, *, data: Path | None, split: str, limit: int | None, sweep: bool, out: TextIO, err: TextIO,
+    calibrate: bool = False,
+) -> dict[str, Any]:
+    """What ``feltsense eval window`` runs: load the cases (``WindowDataError`` when they are missing or
+    malformed), load the default models, run with a progress bar on ``err``, print the report on ``out``."""
+    from engine.factory import build_classifier, build_embedder
+    from engine.settings import Settings
+    from eval.locomo import Progress
+
+    if source == "dev":
+        cases = load_dev(data or DEV_SET, limit=limit)
+        title = f"window recall, development set {data or DEV_SET.relative_to(REPO_ROOT)}"
+    else:
+        cases = load_esconv(data or ESCONV_DIR, split, limit=limit)
+        title = f"window recall, ESConv {split}" + (f" (first {limit} dialogues)" if limit else "")
+    print("loading the embedder and classifier...", file=err)
+    embedder, classifier = build_embedder(Settings()), build_classifier(Settings())
+    progress = Progress(work_units(cases), err)
+
+    def note(message: str) -> None:
+        err.write(f"\r{message:<78.78}")
+        err.flush()
+
+    try:
+        result = run(cases, embedder=embedder, classifier=classifier, progress=progress,
+                     sweep=make_sweep(cases, note) if sweep else None,
+                     calibrate=make_calibration(cases) if calibrate else None)
+    finally:
+        progress.close()
+    result["set"] = "dev" if source == "dev" else f"esconv/{split}"
+    print(format_report(result, title=title), file=out)
+    if sweep:
+        names = list(SWEEP_GRID)
+        print("\n" + format_sweep(result["sweep"], baseline=result["methods"]["message"]["overall"],
+                                  default={n: result["constants"][n] for n in names}), file=out)
+    if calibrate:
+        print("\n" + format_calibration(result["calibration"]), file=out)
+    print(f"\n{result['seconds']:.0f}s ({result['ingest_seconds']:.0f}s ingest); embedder {embedder.model_id}, "
+          f"classifier {classifier.name}", file=out)
+    return result
