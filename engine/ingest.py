@@ -6,6 +6,9 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 
+import numpy as np
+from numpy.typing import NDArray
+
 from engine.errors import Conflict, Gone, InvalidInput
 from engine.models import IngestReport, Memory, Trace, TraceStatus, Turn
 from engine.ports import Embedder, MemoryStore
@@ -33,7 +36,9 @@ class Ingestor:
         self, *, store: MemoryStore, embedder: Embedder,
         erased: Callable[[Sequence[str]], set[str]] = lambda ids: set(),
         erased_turns: Callable[[Sequence[str]], set[str]] = lambda ids: set(),
+        embedded: Callable[[Sequence[str], NDArray[np.float32]], None] | None = None,
     ) -> None:
+        self._embedded = embedded  # told every line embedded here: recall's window reads them without embedding
         self._store = store
         self._embedder = embedder
         self._erased = erased  # which of these memory ids were erased (their turns are refused: 410)
@@ -55,10 +60,16 @@ class Ingestor:
         self._check_sessions(turns)
         self._check_known(sent)
         user_turns = [t for t in turns if t.role == "user"]
+        # The character's lines are embedded too when recall wants them for its window: a runtime stores each
+        # exchange before the next message, so the next recall embeds only that message.
+        character_lines = [t.text for t in turns if t.role == "character"] if self._embedded is not None else []
         vectors = None
-        if user_turns:
+        if user_turns or character_lines:
             try:
-                vectors = self._embedder.embed([t.text for t in user_turns])
+                embedded = self._embedder.embed([t.text for t in user_turns] + character_lines)
+                vectors = embedded[: len(user_turns)]
+                if self._embedded is not None:
+                    self._embedded([t.text for t in user_turns] + character_lines, embedded)
             except Exception as exc:
                 # A provider outage must not lose a turn: store it now, searchable lexically, and let the
                 # background backfill embed it when the embedder is back.

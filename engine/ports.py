@@ -35,8 +35,9 @@ class LegScores:
     """Stage one's raw material from a store, for a pool of memories recall may see (row i = one memory).
 
     No store fuses: ``scoring.fusion`` turns this into one ranking, the same way for every backend. The pool
-    must hold every memory the query's terms occur in and, by cosine, at least the best ``params.candidates``
-    more; rows are in the store's stable order (ingest order), which breaks ties.
+    must hold, by cosine, at least the best ``params.candidates`` memories and, lexically, the memories the
+    query's terms occur in (or at least the best several times ``params.candidates`` of them by BM25); rows are
+    in the store's stable order (ingest order), which breaks ties.
     """
 
     memory_ids: list[str]
@@ -186,11 +187,13 @@ class MemoryStore(Protocol):
         exclude_session: str | None,
         created_before: datetime,
         include_archived: bool = False,
+        term_weights: Sequence[float] | None = None,
     ) -> LegScores:
         """Stage one's legs over the partition's active memories (and archived ones with ``include_archived``); a
         provisional or revoked memory is never in the pool. ``query_vector`` is unit length (None: the vector leg
         is skipped, every cosine NaN); ``query_terms`` are distinct index terms (``engine.text.terms``), in the
-        order of the term-frequency columns. Ranking is ``engine.retrieval.rank``'s, never the store's.
+        order of the term-frequency columns, with ``term_weights`` (all 1 when None) for a store that bounds the
+        lexical part of its pool by BM25. Ranking is ``engine.retrieval.rank``'s, never the store's.
         """
         ...
 

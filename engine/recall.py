@@ -225,7 +225,7 @@ class Recaller:
         for _, level in levels:  # filters before ranking: each level is searched for what this user may see
             legs = self._store.search(
                 level, query_vector=vector, query_terms=query_terms, params=profile.retrieval,
-                exclude_session=exclude, created_before=now,
+                exclude_session=exclude, created_before=now, term_weights=term_weights.tolist(),
             )
             ranked = rank(legs, search, profile.retrieval)
             documents += legs.documents
@@ -344,13 +344,19 @@ class Recaller:
         missing = list(dict.fromkeys(line for line in lines if line not in cache and line != message))
         rows = self._embedder.embed([message, *missing])
         # The message is the next turn's window line: remembered with the lines.
-        for line, row in zip([message, *missing], rows, strict=True):
-            if len(cache) >= LINE_CACHE_SIZE:
-                cache.pop(next(iter(cache)))
-            cache[line] = row
+        self.remember_lines([message, *missing], rows)
         if not lines:
             return rows[0], None
         return rows[0], np.stack([cache.get(line, rows[0]) for line in lines])
+
+    def remember_lines(self, lines: Sequence[str], vectors: np.ndarray) -> None:
+        """Keep lines' vectors for the windows of the next turns (ingest tells recall what it embedded); the oldest
+        entry goes first once the cache is full."""
+        cache = self._line_vectors
+        for line, row in zip(lines, vectors, strict=True):
+            if line not in cache and len(cache) >= LINE_CACHE_SIZE:
+                cache.pop(next(iter(cache)), None)
+            cache[line] = row
 
     def _fact_listing(
         self, partition: Partition, listings: FactListings

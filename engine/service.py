@@ -70,7 +70,8 @@ class Engine:
         self.lifecycle = Lifecycle(store=store, ledger=self.ledger, facts=self.facts, profiles=self.profiles,
                                    clock=clock)
         self._ingestor = Ingestor(store=store, embedder=embedder, erased=self.ledger.erased,
-                                  erased_turns=self.ledger.erased_turns)
+                                  erased_turns=self.ledger.erased_turns,
+                                  embedded=lambda lines, vectors: self._recaller.remember_lines(lines, vectors))
         # What recall may see changes all at once: a session's traces and facts, an erasure (engine.gate).
         self._visibility = VisibilityGates()
         self._writer = TraceWriter(

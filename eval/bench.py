@@ -248,7 +248,8 @@ def bench_recall(
     """Recall latency at ``memories`` memories in one partition, the query embedding included.
 
     ``window``: each recall passes that many lines of conversation before its message, as a runtime does: the
-    previous turns' messages and a character reply after each, every reply a text never seen before.
+    previous turns' messages and a character reply after each, every reply a text never seen before. After each
+    recall the exchange is stored (untimed), as a runtime stores it, so the reply's embedding is made at ingest.
 
     ``embedder`` may be a memo: each benchmark query is a text never seen before, so the query embedding is
     always computed for real inside the timed recall.
@@ -280,13 +281,29 @@ def bench_recall(
                               WindowTurn(role="character", text=f"{REPLIES[len(lines) % len(REPLIES)]} "
                                                                 f"({seed}-w{next(_RUNS)})")])
 
+        def store_exchange() -> None:
+            # As a runtime does after each exchange (untimed): the message and the character's reply are stored.
+            n = len(lines)
+            engine.ingest([
+                Turn(turn_id=f"bench-live-{seed}-{run_id}-{n - 2 + i}", session_id=f"bench-live-{seed}-{run_id}",
+                     character_id="ava", user_id="bench-user", role=line.role, text=line.text,
+                     timestamp=at - timedelta(hours=1) + timedelta(seconds=n - 2 + i))
+                for i, line in enumerate(lines[-2:])
+            ])
+
+        run_id = next(_RUNS)
+
         for text in query_texts[:10]:  # warm-up: loads the partition index and the model's kernels
             ask(text)
+            if window:
+                store_exchange()
         samples = []
         for text in query_texts[10:]:
             begin = time.perf_counter_ns()
             ask(text)
             samples.append((time.perf_counter_ns() - begin) / 1e6)
+            if window:
+                store_exchange()
         # The baseline: embedding alone, on texts of the same shape, also never seen before.
         run = next(_RUNS)  # the memo is shared by the stores of one run: every probe must be a new text
         probes = iter([f"{QUERIES[i % len(QUERIES)]} ({seed}-r{run}-e{i})" for i in range(50)])

@@ -37,6 +37,7 @@ from engine.models import (
 from engine.ports import LegScores, ToneCandidates
 from engine.text import terms, words
 from engine.tuning import RetrievalParams
+from scoring.fusion import bm25, bm25_idf
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -96,6 +97,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 
 
 POOL_FACTOR = 3  # the vector leg brings this many times params.candidates into the pool, by cosine
+LEXICAL_POOL_FACTOR = 5  # and the lexical leg at most this many times, by BM25, when more memories match
 STATUS_CODE = {"active": 0, "archived": 1, "provisional": 2, "revoked": 3}
 MIGRATIONS = (  # columns added after the first release, for data directories made before them
     ("memories", "kind", "TEXT NOT NULL DEFAULT 'turn'"),
@@ -127,49 +129,65 @@ class _PartitionIndex:
     memory_ids: list[str] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
-    created_epoch: list[float] = field(default_factory=list)
     vectors: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     size: int = 0
-    doc_length: list[float] = field(default_factory=list)
     postings: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
     _cache: dict[str, tuple[NDArray[np.intp], NDArray[np.float64]]] = field(default_factory=dict)
-    _arrays: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     _session_codes: dict[str, int] = field(default_factory=dict)
-    _session_array: list[int] = field(default_factory=list)
     _rows: dict[str, int] = field(default_factory=dict)
-    has_vector: list[bool] = field(default_factory=list)  # False while the embedder was down at ingest
-    _has_vector_array: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     _facts: dict[int, set[str]] = field(default_factory=dict)
-    _session_codes_array: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     states: dict[int, MemoryState] = field(default_factory=dict)
-    status: list[int] = field(default_factory=list)  # STATUS_CODE of each row
-    _status_array: NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     _emotional_arrays: (
         tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]] | None
     ) = None
 
+    # Per-row columns, grown in place (capacity doubles) so a new memory never rebuilds them: row i = memory i.
+    _doc_length: NDArray[np.float64] = field(default_factory=lambda: np.zeros(64))
+    _created: NDArray[np.float64] = field(default_factory=lambda: np.zeros(64))
+    _session_codes_array: NDArray[np.int64] = field(default_factory=lambda: np.zeros(64, dtype=np.int64))
+    _has_vector_array: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(64, dtype=bool))  # False: the
+    # embedder was down at ingest
+    _status_array: NDArray[np.int8] = field(default_factory=lambda: np.zeros(64, dtype=np.int8))  # STATUS_CODE
+    _doc_length_total: float = 0.0
+
     def __post_init__(self) -> None:
         self.vectors = np.zeros((64, self.dimension), dtype=np.float32)
+
+    def _grow(self) -> None:
+        capacity = self.vectors.shape[0] * 2
+        grown = np.zeros((capacity, self.dimension), dtype=np.float32)
+        grown[: self.size] = self.vectors[: self.size]
+        self.vectors = grown
+        for name in ("_doc_length", "_created", "_session_codes_array", "_has_vector_array", "_status_array"):
+            old = getattr(self, name)
+            column = np.zeros(capacity, dtype=old.dtype)
+            column[: self.size] = old[: self.size]
+            setattr(self, name, column)
+
+    @property
+    def created_epoch(self) -> NDArray[np.float64]:
+        return self._created[: self.size]
+
+    def has_vector(self, row: int) -> bool:
+        return bool(self._has_vector_array[row])
 
     def add(self, memory: Memory, vector: NDArray[np.float32] | None) -> None:
         row = self.size
         if row == self.vectors.shape[0]:
-            grown = np.zeros((self.vectors.shape[0] * 2, self.dimension), dtype=np.float32)
-            grown[:row] = self.vectors[:row]
-            self.vectors = grown
+            self._grow()
         if vector is not None:
             self.vectors[row] = vector
-        self.has_vector.append(vector is not None)
+        self._has_vector_array[row] = vector is not None
         self.size += 1
         self.memory_ids.append(memory.memory_id)
         self.memories.append(memory)
         self._rows[memory.memory_id] = row
         self.sessions.append(memory.session_id)
-        self._session_array.append(self._session_codes.setdefault(memory.session_id, len(self._session_codes)))
+        self._session_codes_array[row] = self._session_codes.setdefault(memory.session_id, len(self._session_codes))
         self.texts.append(memory.text)
-        self.created_epoch.append(memory.created_at.timestamp())
-        self.doc_length.append(0.0)
-        self.status.append(STATUS_CODE["active"])
+        self._created[row] = memory.created_at.timestamp()
+        self._doc_length[row] = 0.0
+        self._status_array[row] = STATUS_CODE["active"]
         self._index_text(row, memory.text)
         if memory.preceding:  # the turn before joins the lexical document: an answer is found by its question
             self._index_text(row, memory.preceding)
@@ -178,12 +196,10 @@ class _PartitionIndex:
         row = self._rows.get(state.memory_id)
         if row is not None:
             self.states[row] = state
-            self.status[row] = STATUS_CODE[state.status]
-            self._arrays = None
+            self._status_array[row] = STATUS_CODE[state.status]
 
     def embedded_mask(self) -> NDArray[np.bool_]:
-        self.arrays()
-        return self._has_vector_array
+        return self._has_vector_array[: self.size]
 
     def emotional_arrays(
         self,
@@ -193,7 +209,7 @@ class _PartitionIndex:
         if self._emotional_arrays is None:
             rows = np.array(sorted(self.emotional), dtype=np.intp)
             traces = [self.emotional[row] for row in rows.tolist()]
-            codes = [self._session_array[row] * len(REGISTERS) + REGISTERS.index(t.register)
+            codes = [int(self._session_codes_array[row]) * len(REGISTERS) + REGISTERS.index(t.register)
                      for row, t in zip(rows.tolist(), traces, strict=True)]
             self._emotional_arrays = (
                 rows,
@@ -207,8 +223,7 @@ class _PartitionIndex:
         row = self._rows.get(memory_id)
         if row is not None:
             self.vectors[row] = vector
-            self.has_vector[row] = True
-            self._arrays = None
+            self._has_vector_array[row] = True
 
     def row_of(self, memory_id: str) -> int | None:
         return self._rows.get(memory_id)
@@ -233,7 +248,9 @@ class _PartitionIndex:
 
     def _index_text(self, row: int, text: str) -> None:
         counts = Counter(terms(text))
-        self.doc_length[row] += float(sum(counts.values()))
+        added = float(sum(counts.values()))
+        self._doc_length[row] += added
+        self._doc_length_total += added
         for term, tf in counts.items():
             rows, tfs = self.postings.setdefault(term, ([], []))
             if rows and rows[-1] == row:
@@ -242,18 +259,11 @@ class _PartitionIndex:
                 rows.append(row)
                 tfs.append(float(tf))
             self._cache.pop(term, None)
-        self._arrays = None
 
     def arrays(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        if self._arrays is None:
-            self._arrays = (np.asarray(self.doc_length, dtype=np.float64),
-                            np.asarray(self.created_epoch, dtype=np.float64))
-            self._session_codes_array = np.asarray(self._session_array, dtype=np.int64)
-            self._has_vector_array = np.asarray(self.has_vector, dtype=bool)
-            self._status_array = np.asarray(self.status, dtype=np.int8)
-            self.average_doc_length = float(self._arrays[0].mean()) if self.size else 0.0
-            self.tone_cache.clear()  # created_epoch grew
-        return self._arrays
+        """Each row's document length and creation time (views: valid until the next memory is added)."""
+        self.average_doc_length = self._doc_length_total / self.size if self.size else 0.0
+        return self._doc_length[: self.size], self._created[: self.size]
 
     def posting(self, term: str) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
         cached = self._cache.get(term)
@@ -279,13 +289,14 @@ class _PartitionIndex:
         from after the turn's time."""
         _, created = self.arrays()
         allowed = created <= created_before.timestamp()
-        visible = self._status_array == STATUS_CODE["active"]
+        status = self._status_array[: self.size]
+        visible = status == STATUS_CODE["active"]
         if include_archived:
-            visible |= self._status_array == STATUS_CODE["archived"]
+            visible |= status == STATUS_CODE["archived"]
         allowed &= visible
         excluded = 0
         if exclude_session is not None and exclude_session in self._session_codes:
-            in_session = self._session_codes_array == self._session_codes[exclude_session]
+            in_session = self._session_codes_array[: self.size] == self._session_codes[exclude_session]
             excluded = int(np.count_nonzero(in_session & allowed))
             allowed &= ~in_session
         return allowed, excluded
@@ -560,7 +571,7 @@ class EmbeddedStore:
             cached = self._cached(memory_ids)
             if cached is not None:  # recall asks for its candidates' vectors every turn (MMR)
                 missing = np.full(self._dimension, np.nan, dtype=np.float32)
-                return np.stack([index.vectors[row] if index.has_vector[row] else missing for index, row in cached])
+                return np.stack([index.vectors[row] if index.has_vector(row) else missing for index, row in cached])
             rows = dict(
                 self._db.execute(
                     f"SELECT memory_id, vector FROM memories WHERE memory_id IN "
@@ -674,6 +685,7 @@ class EmbeddedStore:
         exclude_session: str | None,
         created_before: datetime,
         include_archived: bool = False,
+        term_weights: Sequence[float] | None = None,
     ) -> LegScores:
         with self._lock:
             index = self._index(partition)
@@ -683,21 +695,21 @@ class EmbeddedStore:
             allowed, excluded = index.allowed(exclude_session, created_before, include_archived)
             doc_length, _ = index.arrays()
             postings = [index.posting(term) for term in query_terms]
-            lexical_rows = [p[0] for p in postings if p is not None]
             in_pool = np.zeros(n, dtype=bool)
-            if lexical_rows:
-                in_pool[np.concatenate(lexical_rows)] = True
+            self._lexical_pool(index, postings, term_weights, allowed, params, in_pool)
             cosine = np.full(n, np.nan)
             if query_vector is not None:
                 embedded = allowed & index.embedded_mask()
-                rows = np.flatnonzero(embedded)
-                if len(rows):
-                    scores = (index.vectors[rows] @ query_vector.astype(np.float32)).astype(np.float64)
+                if embedded.any():
+                    # One product over the whole matrix (no copy of the rows), then the rows recall may see.
+                    every = (index.vectors[:n] @ query_vector.astype(np.float32)).astype(np.float64)
+                    cosine = np.where(embedded, every, np.nan)
                     # The pool: every lexical match, and the best by cosine. A memory outside it has neither a
                     # query term nor a cosine among the best ``pool`` and cannot rank above those that do.
+                    rows = np.flatnonzero(embedded)
                     pool = min(len(rows), params.candidates * POOL_FACTOR)
+                    scores = every[rows]
                     best = rows[np.argpartition(-scores, pool - 1)[:pool]] if pool < len(rows) else rows
-                    cosine[rows] = scores
                     in_pool[best] = True
             in_pool &= allowed
             rows = np.flatnonzero(in_pool)  # ascending: ingest order breaks ties
@@ -718,6 +730,37 @@ class EmbeddedStore:
                 average_doc_length=index.average_doc_length,
                 excluded_current_session=excluded,
             )
+
+    @staticmethod
+    def _lexical_pool(
+        index: _PartitionIndex, postings: Sequence[tuple[NDArray[np.intp], NDArray[np.float64]] | None],
+        term_weights: Sequence[float] | None, allowed: NDArray[np.bool_], params: RetrievalParams,
+        in_pool: NDArray[np.bool_],
+    ) -> None:
+        """Mark the lexical leg's part of the pool: every visible memory with a query term, or, when there are more
+        than ``LEXICAL_POOL_FACTOR`` times ``params.candidates`` of them (a long window says many words), the best
+        that many by weighted BM25 (the same kernel recall ranks with)."""
+        found = [(j, p) for j, p in enumerate(postings) if p is not None]
+        if not found:
+            return
+        rows = np.concatenate([p[0] for _, p in found])
+        bound = params.candidates * LEXICAL_POOL_FACTOR
+        matched = np.zeros(index.size, dtype=bool)
+        matched[rows] = True
+        matched &= allowed
+        if int(matched.sum()) <= bound:
+            in_pool |= matched
+            return
+        doc_length, _ = index.arrays()
+        scores = np.zeros(index.size)
+        for j, (posting_rows, tf) in found:
+            weight = 1.0 if term_weights is None else float(term_weights[j])
+            idf = float(bm25_idf(np.array(float(len(posting_rows))), index.size))
+            np.add.at(scores, posting_rows, weight * bm25(tf, doc_length[posting_rows], idf=idf,
+                                                           average_doc_length=index.average_doc_length,
+                                                           k1=params.bm25_k1, b=params.bm25_b))
+        scores[~matched] = -1.0
+        in_pool[np.argpartition(-scores, bound - 1)[:bound]] = True
 
     def substring_search(
         self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,

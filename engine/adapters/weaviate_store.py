@@ -1380,6 +1380,7 @@ class WeaviateStore:
         exclude_session: str | None,
         created_before: datetime,
         include_archived: bool = False,
+        term_weights: Sequence[float] | None = None,  # unused: Weaviate's own hybrid query chooses the pool
     ) -> LegScores:
         tenant = tenant_for(partition)
         columns = list(query_terms)
