@@ -324,32 +324,8 @@ def load_esconv(folder: Path, split: str, *, limit: int | None = None) -> list[C
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Exact memo caches for the models (ESConv repeats every situation in ~76 users)
-
-
-class MemoEmbedder:
-    """An embedder that embeds each distinct text once: the same rows the wrapped embedder gives."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-        self._rows: dict[str, NDArray[np.float32]] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._rows))
-        if missing:
-            for text, row in zip(missing, self._inner.embed(missing), strict=True):
-                self._rows[text] = row
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.stack([self._rows[t] for t in texts]).astype(np.float32, copy=False)
+# Exact memo caches for the models (ESConv repeats every situation in ~76 users; the embedder's is
+# ``eval.bench.MemoEmbedder``)
 
 
 class MemoClassifier:
@@ -620,6 +596,7 @@ def run(
     from engine.factory import build_engine
     from engine.settings import Settings
     from engine.tuning import ProfileSource, TuningProfile
+    from eval.bench import MemoEmbedder
 
     profiles = ProfileSource()
     if profile is not None:

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from engine.adapters.hashing_embedder import HashingEmbedder
+from eval.bench import MemoEmbedder
 from eval.cli import main
 from eval.window_eval import (
     DEV_SET,
     SWEEP_GRID,
     Case,
     CaseMemory,
-    MemoEmbedder,
     Probe,
     Ranked,
     WindowDataError,
