@@ -325,7 +325,9 @@ def anniversary_years_ago(said_at: datetime, now: datetime, window_days: float) 
     moment, today = said_at.date(), now.date()
     years = today.year - moment.year
     for n in (years - 1, years, years + 1):  # the window is under a year: the nearest anniversary is among these
-        if n >= 1 and abs((today - _on_the_day_in(moment, moment.year + n)).days) <= window_days:
+        if n < 1 or moment.year + n > date.max.year:  # no calendar holds the year after 9999
+            continue
+        if abs((today - _on_the_day_in(moment, moment.year + n)).days) <= window_days:
             return n
     return None
 

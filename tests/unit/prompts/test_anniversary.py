@@ -131,3 +131,10 @@ def test_a_shame_is_not_brought_up_on_its_anniversary() -> None:
                        "not bring it up."
     assert "acknowledge" not in sentence
     assert anniversary_sentence("anger", 3).startswith("This week marks three years since then: ")
+
+
+def test_the_last_day_the_calendar_holds_has_no_anniversary_after_it() -> None:
+    # A recall at 9999-12-31 (the far edge the API accepts) must not ask for a date in year 10000.
+    said = datetime(9998, 12, 30, tzinfo=UTC)
+    assert anniversary_years_ago(said, datetime(9999, 12, 31, 23, 59, tzinfo=UTC), 3.5) == 1
+    assert anniversary_years_ago(datetime(9999, 1, 2, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC), 3.5) is None
