@@ -41,7 +41,7 @@ from engine.models import (
     WindowTurn,
 )
 from engine.ports import Embedder, MemoryStore, ToneCandidates
-from engine.retrieval import Query, lexical_query, query_vector, rank
+from engine.retrieval import Query, Ranked, query_vector, rank, weighted_terms
 from engine.scopes import CANON, partition_for, visible
 from engine.text import anchor_key, matched_anchors, terms
 from engine.tuning import ProfileSource, TuningProfile
@@ -202,7 +202,8 @@ class Recaller:
         exclude = None if query.include_current_session else query.session_id
 
         window, window_source = self._window(query, partition, profile, now)
-        query_terms, term_weights = lexical_query(query.message, [t.text for t in window], profile.retrieval)
+        line_terms = [terms(t.text) for t in window]
+        query_terms, term_weights = weighted_terms(terms(query.message), line_terms, profile.retrieval)
         mode: RecallMode = "hybrid"
         message_vector, window_vectors = None, None
         try:
@@ -219,7 +220,7 @@ class Recaller:
         levels = visible(query.character_id, query.user_id)
         candidates: list[Candidate] = []
         counts: dict[str, int] = {}
-        thresholds: list[tuple[float | None, float | None]] = []
+        own: Ranked | None = None  # the user's own level, searched first: its floors go in the trace
         frequency: dict[str, float] = {}
         documents = 0
         for _, level in levels:  # filters before ranking: each level is searched for what this user may see
@@ -228,11 +229,12 @@ class Recaller:
                 exclude_session=exclude, created_before=now, term_weights=term_weights.tolist(),
             )
             ranked = rank(legs, search, profile.retrieval)
+            if own is None:
+                own = ranked
             documents += legs.documents
-            for term, df in zip(query_terms, legs.document_frequency.tolist(), strict=False):
+            for term, df in zip(query_terms, legs.document_frequency.tolist(), strict=True):
                 frequency[term] = frequency.get(term, 0.0) + df
             candidates.extend(ranked.candidates)
-            thresholds.append((ranked.vector_threshold, ranked.fused_floor))
             for key, value in (("vector", ranked.vector), ("lexical", ranked.lexical),
                                ("dropped_below_floor", ranked.dropped_below_floor),
                                ("excluded_current_session", ranked.excluded_current_session)):
@@ -263,7 +265,8 @@ class Recaller:
         )
         recalled, toned = self.stage_two(query, candidates, memories, traces, now, profile, limit=query.limit,
                                          states=states, resolved=resolved, tone_candidates=toned_found,
-                                         window=[t.text for t in window], term_stats=(frequency, documents))
+                                         window_terms=frozenset(t for line in line_terms for t in line),
+                                         term_stats=(frequency, documents))
         timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -292,8 +295,8 @@ class Recaller:
             excluded_current_session=counts.get("excluded_current_session", 0),
             window_turns=len(window),
             window_source=window_source,
-            vector_threshold=thresholds[0][0] if thresholds and thresholds[0][0] is not None else None,
-            fused_floor=thresholds[0][1] if thresholds else None,
+            vector_threshold=None if own is None else own.vector_threshold,
+            fused_floor=None if own is None else own.fused_floor,
             standing_rule_memories=standing_count,
             resolved_tone_memories=resolved_count,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
@@ -337,8 +340,8 @@ class Recaller:
     def _vectors(
         self, message: str, window: Sequence[WindowTurn], profile: TuningProfile
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The message's vector and the window lines', embedded in one call; lines seen on earlier turns come from
-        a small cache, so a six-line window costs one new line a turn."""
+        """The message's vector and the window lines'. Lines come from a small cache of what was embedded before
+        (earlier messages, and the lines ingest embedded); any other line is embedded in the message's call."""
         lines = [t.text for t in window] if profile.retrieval.window_vector_weight > 0.0 else []
         cache = self._line_vectors
         missing = list(dict.fromkeys(line for line in lines if line not in cache and line != message))
@@ -463,23 +466,23 @@ class Recaller:
         states: dict[str, MemoryState] | None = None,
         resolved: dict[str, Resolution] | None = None,
         tone_candidates: ToneCandidates | None = None,
-        window: Sequence[str] = (),
+        window_terms: frozenset[str] = frozenset(),
         term_stats: TermStats | None = None,
     ) -> tuple[list[RecalledMemory], list[tuple[Memory, Trace, float]]]:
         """Stage two as recall runs it: arrays from the traces, anchor matching, the numpy kernel, strength and
         scope weights, then maximal marginal relevance over what ranked, and the results. ``resolved``: the
         memories a later memory resolved (not toned), by id. ``tone_candidates``: the partition's, so that the
         standing bar is held against each memory's episode (its most intense moment), as the rules are.
-        ``window``: the conversation's lines before the message; an anchor only they name boosts at
-        ``scoring.window_anchor_weight``. ``term_stats``: stage one's document frequencies of the query terms and the
-        number of memories searched, for each anchor's rarity in the partition (``anchor_rarity``)."""
+        ``window_terms``: the index terms of the conversation's lines before the message; an anchor only they name
+        boosts at ``scoring.window_anchor_weight``. ``term_stats``: stage one's document frequencies of the query
+        terms and the number of memories searched, for each anchor's rarity in the partition (``anchor_rarity``)."""
         candidates = [c for c in candidates if c.memory_id in memories]
         states = states or {}
         resolved = resolved or {}
         if not candidates:
             return [], []
         message_terms = frozenset(terms(query.message))
-        window_terms = frozenset(t for line in window for t in terms(line)) | message_terms
+        said_around = window_terms | message_terms
         now_epoch = now.timestamp()
         n = len(candidates)
         complete: list[Trace | None] = []
@@ -500,8 +503,8 @@ class Recaller:
             bar_.append(standing_bar(profile, trace.register) if trace is not None else np.inf)
             matches.append(matched_anchors(message_terms, trace.anchors) if trace and trace.anchors else ())
             window_matches.append(
-                tuple(a for a in matched_anchors(window_terms, trace.anchors) if a not in matches[-1])
-                if trace and trace.anchors and window else ()
+                tuple(a for a in matched_anchors(said_around, trace.anchors) if a not in matches[-1])
+                if trace and trace.anchors and window_terms else ()
             )
         relevance = np.array(relevance_)
         intensity = np.array(intensity_)

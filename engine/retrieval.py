@@ -47,11 +47,18 @@ def lexical_query(
 ) -> tuple[list[str], NDArray[np.float64]]:
     """Distinct query terms with their weights: the message's at 1, the window's other terms at the window's weight
     times the recency of the newest line that says them."""
-    weighted: dict[str, float] = dict.fromkeys(terms(message), 1.0)
+    return weighted_terms(terms(message), [terms(line) for line in window], params)
+
+
+def weighted_terms(
+    message: Sequence[str], window: Sequence[Sequence[str]], params: RetrievalParams
+) -> tuple[list[str], NDArray[np.float64]]:
+    """``lexical_query`` over text already split into index terms (``window``: one list per line, oldest first)."""
+    weighted: dict[str, float] = dict.fromkeys(message, 1.0)
     if params.window_lexical_weight > 0.0 and window:
         recency = window_weights(len(window), params.window_recency)
         for line, weight in zip(window, recency, strict=True):
-            for term in terms(line):
+            for term in line:
                 weighted[term] = max(weighted.get(term, 0.0), params.window_lexical_weight * float(weight))
     return list(weighted), np.array(list(weighted.values()), dtype=np.float64)
 

@@ -42,11 +42,14 @@ def normalise_similarity(cosine: F64, *, min_similarity: float, full_similarity:
 
 
 def bm25(
-    term_frequency: F64, doc_length: F64, *, idf: float, average_doc_length: float, k1: float, b: float
+    term_frequency: F64, doc_length: F64, *, idf: float | F64, average_doc_length: float, k1: float, b: float
 ) -> F64:
-    """One query term's BM25 contribution to the documents in its postings list."""
+    """A query term's BM25 contribution to each document: one term over its postings list, or, broadcast, a
+    documents x terms matrix (``doc_length`` a column, ``idf`` one per term). A document without the term gets 0."""
     norm = k1 * (1.0 - b + b * doc_length / max(average_doc_length, 1e-9))
-    return idf * term_frequency * (k1 + 1.0) / (term_frequency + norm)
+    saturated = np.divide(term_frequency * (k1 + 1.0), term_frequency + norm,
+                          out=np.zeros(np.broadcast(term_frequency, norm).shape), where=term_frequency > 0)
+    return np.asarray(idf * saturated, dtype=np.float64)
 
 
 def bm25_idf(document_frequency: F64, documents: int) -> F64:
@@ -73,13 +76,11 @@ def bm25_normalised(
     if term_frequency.shape[1] == 0 or len(term_frequency) == 0:
         return np.zeros(len(term_frequency))
     idf = bm25_idf(np.maximum(document_frequency, 1.0), max(documents, 1))
-    norm = k1 * (1.0 - b + b * doc_length / max(average_doc_length, 1e-9))
-    tf = term_frequency
-    per_term = tf * (k1 + 1.0) / (tf + norm[:, None] + 1e-300)
     mass = float(idf @ term_weights)
     if mass <= 0.0:
         return np.zeros(len(term_frequency))
-    return np.clip((per_term @ (idf * term_weights)) / mass, 0.0, 1.0)
+    per_term = bm25(term_frequency, doc_length[:, None], idf=idf, average_doc_length=average_doc_length, k1=k1, b=b)
+    return np.clip((per_term @ term_weights) / mass, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
