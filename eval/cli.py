@@ -9,6 +9,7 @@ handler, so ``feltsense --help`` and argument errors stay instant.
                     [--dev]                       ... with a development key, made once (DATA_DIR/dev-key)
     feltsense worker [--burst]                    run the arq worker (write-time jobs; needs FELTSENSE_REDIS_URL)
     feltsense eval run PATH... [--json FILE]     replay tester transcripts (../shared/transcripts/FORMAT.md)
+                               [--html FILE]     ... and write the results as JSON / an HTML page
     feltsense eval facts [--data PATH]           fact extraction on LoCoMo: v1 and v2 recall, sample precision
     feltsense eval anchors [--data PATH]         anchor extraction on labelled user turns: v1 and v2 P/R/F1
     feltsense eval standing-rules [--data PATH]  the standing tone rules at the end of each LoCoMo conversation
@@ -344,8 +345,9 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="replay tester transcripts and check their probes",
         description=(
             "Replay tester transcripts (format 1, see ../shared/transcripts/FORMAT.md), each into a fresh, "
-            "empty memory, and check every probe. Exit status: 0 all probes passed, 1 some failed, 2 a "
-            "transcript is invalid (nothing runs), 3 the run broke off (an engine error)."
+            "empty memory, and check every probe. Nothing is written unless --json or --html names a file (a bare "
+            "name is in the working directory). Exit status: 0 all probes passed, 1 some failed, 2 a transcript is "
+            "invalid (nothing runs), 3 the run broke off (an engine error, or a report could not be written)."
         ),
     )
     run.add_argument(
@@ -739,8 +741,12 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
         return EXIT_ERROR
     print(report.summary_line, file=runtime.stdout)
 
-    if args.json_path is not None and not _wrote_json(args.json_path, report.to_json(), runtime):
-        return EXIT_ERROR
+    # Reports go only where --json / --html say (relative to the working directory); the full path goes to
+    # stderr, so stdout still ends on the summary line.
+    if args.json_path is not None:
+        if not _wrote_json(args.json_path, report.to_json(), runtime):
+            return EXIT_ERROR
+        print(f"wrote the JSON report to {args.json_path.resolve()}", file=runtime.stderr)
     if args.html_path is not None:
         from eval.report import write_html
 
@@ -749,6 +755,7 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
         except OSError as exc:
             print(f"cannot write {args.html_path}: {exc}", file=runtime.stderr)
             return EXIT_ERROR
+        print(f"wrote the HTML report to {args.html_path.resolve()}", file=runtime.stderr)
     return EXIT_OK if report.failed == 0 else EXIT_FAILED
 
 

@@ -3,15 +3,20 @@
 The page is self-contained because it is passed around and opened from disk: inline CSS and SVG, no script,
 nothing fetched (inline SVG in HTML needs no namespace URL, so the page names no address at all). Every string
 from a transcript or the engine is escaped. The salience curves are computed with the scorer's own function
-(``scoring.rerank.salience_for``) and the character's profile, so a plot shows what ranking saw.
+(``scoring.rerank.salience_for``) and the character's profile, so a plot shows what ranking saw. Every bar has
+one fixed scale, stated on the page: relevance and the score on 0 to 1, a multiplier as its effect on the score
+(``MULTIPLIERS``), so no bar depends on what else the page holds.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +47,21 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("score", "score"),
 )
 """The factors of a stage-two score drawn as bars (``ScoreComponents``), the product last."""
+MULTIPLIERS = frozenset({"salience_weight", "anchor_boost", "strength", "scope_weight"})
+"""The factors that multiply relevance (``scoring.rerank``): at 1 they leave the score as it is. Their bars show
+their effect on the score from a centre line, right for a boost and left for a penalty, on a log scale, so ×2 and
+×0.5 draw the same length in opposite directions and no effect draws nothing. Relevance and the score are drawn
+on 0 to 1 (the score passes 1 when a boost outweighs the penalties; its bar then ends clipped)."""
+EFFECT_HALF_SCALE = 4.0
+"""A multiplier's bar fills its half at ×4 (or ×0.25): ×2 reaches halfway, the default anchor boost (at most ×2.5)
+fits, and a stale memory's strength (×0.2 by default) ends clipped, the largest penalty short of zero."""
+BAR_SCALE_NOTE = (
+    '<p class="bar-scale muted">Bars: relevance and score on 0 to 1, full width = 1. The multipliers (salience '
+    "weight, anchor boost, strength, scope weight) as their effect on the score, from the centre line on a log "
+    f"scale: right a boost, left a penalty, a half-bar = ×{EFFECT_HALF_SCALE:g} (×2 and ×0.5 reach halfway), no bar "
+    "at ×1. A notched end is off the scale. Hover a bar for its exact value.</p>"
+)
+"""The scales of the bars, stated above every probe's memories."""
 MIN_PLOT_DAYS = 1.0
 """A trace said just before the last probe still gets a day of curve, so its decay is visible."""
 MAX_SAMPLES = 2000
@@ -87,8 +107,16 @@ a { color: #0b5cad; text-decoration: none; } a:hover { text-decoration: underlin
 .memory .text { font-weight: 600; } .memory .meta { color: var(--muted); font-size: 12px; margin: 2px 0 6px; }
 .rank { display: inline-block; min-width: 20px; color: var(--muted); }
 .bar-row { display: grid; grid-template-columns: 104px 1fr 52px; align-items: center; gap: 6px; font-size: 12px; }
-.bar { height: 9px; background: #eef1f4; border-radius: 5px; overflow: hidden; }
+.bar { display: flex; height: 9px; background: #eef1f4; border-radius: 5px; overflow: hidden; }
+.bar .half { display: flex; flex: 1 1 50%; height: 100%; }
+.bar .half.down { justify-content: flex-end; border-right: 1px solid #9aa4af; }
 .fill { display: block; height: 100%; border-radius: 5px; background: #6e8fb5; }
+.half.down .fill { border-radius: 5px 0 0 5px; } .half.up .fill { border-radius: 0 5px 5px 0; }
+/* A value off the scale: the bar ends in a notch instead of a round end. */
+.fill.clipped { border-radius: 0; box-shadow: inset -2px 0 0 #fff, inset -4px 0 0 #555, inset -6px 0 0 #fff; }
+.half.down .fill.clipped { box-shadow: inset 2px 0 0 #fff, inset 4px 0 0 #555, inset 6px 0 0 #fff; }
+.bar-scale { font-size: 12px; margin: -2px 0 8px; }
+.bar-scale i { display: inline-block; width: 10px; height: 9px; border-radius: 2px; vertical-align: -1px; }
 .fill.relevance { background: #4c8bf5; } .fill.salience_weight { background: #e07a3f; }
 .fill.anchor_boost { background: #b456c8; } .fill.strength { background: #3f9e8f; }
 .fill.scope_weight { background: #8d99a6; } .fill.score { background: #1f2328; }
@@ -146,11 +174,10 @@ def _probe_label(index: int) -> str:
 
 def render_html(report: RunReport) -> str:
     """The whole page as one string, from a report ``run_transcripts`` made (it keeps a run per transcript)."""
-    scales = _bar_scales(result.recall for result in report.results)
     body = [
         "<h1>feltsense eval report</h1>",
         _summary(report, report.runs),
-        *(_transcript_section(run, scales) for run in report.runs),
+        *(_transcript_section(run) for run in report.runs),
     ]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -203,7 +230,7 @@ def _anchor(run: TranscriptRun) -> str:
 # One transcript
 
 
-def _transcript_section(run: TranscriptRun, scales: dict[str, float]) -> str:
+def _transcript_section(run: TranscriptRun) -> str:
     transcript = run.transcript
     head = (
         f'<header><h2>{_badge(run.passed)} {_e(transcript.id)}</h2>'
@@ -214,7 +241,7 @@ def _transcript_section(run: TranscriptRun, scales: dict[str, float]) -> str:
         + "</header>"
     )
     parts = [head, _conversation(run), _trace_plots(run)]
-    parts.extend(_probe_section(run, index, result, scales) for index, result in enumerate(run.results))
+    parts.extend(_probe_section(run, index, result) for index, result in enumerate(run.results))
     return f'<section class="transcript" id="{_e(_anchor(run))}">' + "".join(parts) + "</section>"
 
 
@@ -414,7 +441,7 @@ def _tone_verdict(trace: Trace, profile: TuningProfile, ages: F64, curve: F64, s
 # One probe
 
 
-def _probe_section(run: TranscriptRun, index: int, result: ProbeResult, scales: dict[str, float]) -> str:
+def _probe_section(run: TranscriptRun, index: int, result: ProbeResult) -> str:
     recall = result.recall
     turn = run.transcript.sessions[result.session].turns[result.turn]
     state = "pass" if result.passed else "fail"
@@ -434,8 +461,8 @@ def _probe_section(run: TranscriptRun, index: int, result: ProbeResult, scales: 
         f"<h4>Recalled memories ({len(recall.memories)}) · mode {_e(trace.mode)} · "
         f"fused candidates: {trace.fused_candidates} · below the floor: {trace.dropped_below_floor}</h4>"
         + (
-            '<ol class="memories">' + "".join(_memory_card(m, rank, scales)
-                                              for rank, m in enumerate(recall.memories, start=1)) + "</ol>"
+            BAR_SCALE_NOTE + '<ol class="memories">'
+            + "".join(_memory_card(m, rank) for rank, m in enumerate(recall.memories, start=1)) + "</ol>"
             if recall.memories
             else '<p class="muted">Nothing was recalled.</p>'
         )
@@ -467,30 +494,60 @@ def _checks(probe: Probe) -> str:
     return " · ".join(parts)
 
 
-def _bar_scales(recalls: Iterable[RecallResult]) -> dict[str, float]:
-    """Each component's bar length is relative to its largest value on the page, and never to less than 1."""
-    scales = dict.fromkeys((name for name, _ in COMPONENTS), 1.0)
-    for recall in recalls:
-        for memory in recall.memories:
-            for name, _ in COMPONENTS:
-                scales[name] = max(scales[name], float(getattr(memory.components, name)))
-    return scales
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """How a component's bar is drawn: ``width_percent`` of its span (the whole bar for relevance and the score,
+    one half for a multiplier), which way from the centre line, and whether the value lies beyond the scale."""
+
+    width_percent: float
+    direction: Literal["up", "down", "none"]
+    clipped: bool
 
 
-def component_bars(components: ScoreComponents, scales: dict[str, float]) -> str:
+def bar_for(name: str, value: float) -> Bar:
+    """The bar of one score component: a multiplier's effect on a log scale from the centre line (a half-bar is
+    ``EFFECT_HALF_SCALE``), anything else on 0 to 1."""
+    if name not in MULTIPLIERS:
+        return Bar(100.0 * min(max(value, 0.0), 1.0), "up" if value > 0 else "none", not 0.0 <= value <= 1.0)
+    if value <= 0.0:
+        return Bar(100.0, "down", True)  # a zero weight removes the memory: beyond any penalty on the scale
+    effect = math.log(value) / math.log(EFFECT_HALF_SCALE)
+    direction: Literal["up", "down", "none"] = "up" if effect > 0 else "down" if effect < 0 else "none"
+    return Bar(100.0 * min(abs(effect), 1.0), direction, abs(effect) > 1.0)
+
+
+def _bar_title(name: str, label: str, value: float, bar: Bar) -> str:
+    beyond = ", off the scale" if bar.clipped else ""
+    if name not in MULTIPLIERS:
+        return f"{label} = {value!r} (bar: 0 to 1, full width = 1{beyond})"
+    effect = {"up": "a boost", "down": "a penalty", "none": "no effect"}[bar.direction]
+    return (f"{label} = {value!r}: ×{value:.3f} on the score, {effect} (bar: log scale from the centre line, "
+            f"a half-bar = ×{EFFECT_HALF_SCALE:g}{beyond})")
+
+
+def component_bars(components: ScoreComponents) -> str:
+    """One row per component: its label, its bar (``bar_for``) and its value; the title gives the exact value."""
     rows = []
     for name, label in COMPONENTS:
         value = float(getattr(components, name))
-        width = 100.0 * min(max(value / scales.get(name, 1.0), 0.0), 1.0)
+        bar = bar_for(name, value)
+        fill = (f'<span class="fill {name}{" clipped" if bar.clipped else ""}" data-direction="{bar.direction}" '
+                f'style="width:{bar.width_percent:.1f}%"></span>')
+        if name in MULTIPLIERS:
+            down, up = (fill, "") if bar.direction == "down" else ("", fill)
+            drawn = (f'<span class="bar effect"><span class="half down">{down}</span>'
+                     f'<span class="half up">{up}</span></span>')
+        else:
+            drawn = f'<span class="bar linear">{fill}</span>'
         rows.append(
-            f'<div class="bar-row" data-component="{name}"><span>{label}</span>'
-            f'<span class="bar"><span class="fill {name}" style="width:{width:.1f}%"></span></span>'
+            f'<div class="bar-row" data-component="{name}" data-scale="{"effect" if name in MULTIPLIERS else "linear"}"'
+            f' title="{_e(_bar_title(name, label, value, bar))}"><span>{label}</span>{drawn}'
             f'<span class="bar-value">{_n(value)}</span></div>'
         )
     return '<div class="bars">' + "".join(rows) + "</div>"
 
 
-def _memory_card(memory: RecalledMemory, rank: int, scales: dict[str, float]) -> str:
+def _memory_card(memory: RecalledMemory, rank: int) -> str:
     c = memory.components
     tags = [f'<span class="tag">{_e(memory.scope)}</span>', f'<span class="tag">{_e(memory.kind)}</span>']
     if memory.stale:
@@ -507,7 +564,7 @@ def _memory_card(memory: RecalledMemory, rank: int, scales: dict[str, float]) ->
         f'<div class="meta">{"".join(tags)} age {_duration(c.age_days)} · legs {_e(legs)} · '
         f"stale {'yes' if memory.stale else 'no'} · {_e(memory.session_id)}<br>{_e(feeling)}{_e(matched)}<br>"
         f"salience {_n(c.salience)} (half-life {_duration(c.half_life_days)}) → weight {_n(c.salience_weight)}</div>"
-        f"{component_bars(c, scales)}</li>"
+        f"{component_bars(c)}</li>"
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import eval.transcripts as transcripts
 from eval.cli import main
-from eval.report import COMPONENTS, emotional_traces
+from eval.report import BAR_SCALE_NOTE, COMPONENTS, MULTIPLIERS, bar_for, emotional_traces
 from eval.transcripts import ProbeResult, Transcript, TranscriptEngine, TranscriptRun
 from tests.conftest import shared_path
 
@@ -55,6 +55,27 @@ def test_the_example_transcripts_report_page(
     assert page.count('<li class="memory"') == recalled > 0
     for name, _ in COMPONENTS:
         assert page.count(f'data-component="{name}"') == recalled
+
+    # Each bar on its one stated scale: a multiplier at 1 draws nothing, a boost goes right, a penalty left.
+    assert page.count(BAR_SCALE_NOTE) == sum(bool(result["recall"]["memories"]) for result in report["results"])
+    drawn = re.findall(r'<div class="bar-row" data-component="(\w+)".*?<span class="(half down|half up|bar linear)">'
+                       r'<span class="fill[^"]*" data-direction="\w+" style="width:([\d.]+)%"', page, re.S)
+    values = [memory["components"][name] for result in report["results"] for memory in result["recall"]["memories"]
+              for name, _ in COMPONENTS]
+    assert len(drawn) == len(values)
+    sides = {"half down": "down", "half up": "up", "bar linear": "linear"}
+    seen = set()
+    for (name, side, width), value in zip(drawn, values, strict=True):
+        assert float(width) == pytest.approx(bar_for(name, value).width_percent, abs=0.05)
+        if name not in MULTIPLIERS:
+            assert sides[side] == "linear"
+        elif value == 1.0:
+            assert float(width) == 0.0
+            seen.add("none")
+        else:
+            assert sides[side] == ("up" if value > 1.0 else "down")
+            seen.add(sides[side])
+    assert seen == {"none", "up", "down"}
 
     # One salience plot per emotional trace, each with its probes marked, and the threshold drawn.
     assert sorted(run.transcript.id for run in runs) == ["coffee-and-move", "luna-grief"]
