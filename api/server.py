@@ -64,14 +64,21 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     log = logging.getLogger("feltsense")
     if dev:
         announce_development_key(keys, settings.data_dir, sys.stdout)
-    log.info("feltsense on http://%s:%d (data in %s; OpenAPI docs at /docs)", settings.host, settings.port,
-             settings.data_dir.resolve())
+    url = f"http://{settings.host}:{settings.port}"
+    log.info("feltsense on %s: start page %s/, API docs %s/docs, tuning page %s/tuning (data in %s)", url, url, url,
+             url, settings.data_dir.resolve())
     log.info("write-time jobs run %s", "in Redis (run `feltsense worker`)" if settings.redis_url else "in-process")
+    closers = [replays.close, engine.close, tuning.close, keys.close]
+
+    def close() -> None:
+        while closers:
+            closers.pop(0)()
+
+    # uvicorn raises SIGTERM again once it has shut down, so no `finally` runs after a SIGTERM: the app's shutdown
+    # hook closes the replay workers (their queues' semaphores would leak, with a warning) and the stores.
+    app.on_shutdown.append(close)
     try:
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
                     access_log=settings.http_access_log)
     finally:
-        replays.close()
-        engine.close()
-        tuning.close()
-        keys.close()
+        close()

@@ -1,0 +1,110 @@
+"""The README's "Try it" shell block, run as written against the real service process (`make serve`'s default).
+
+A new user pastes these lines one by one. The test splits the block into the same commands, runs them in one bash
+(so ``KEY`` and ``ID`` carry over), with ``curl`` failing on any 4xx or 5xx, and reads each command's answer. The
+README's opening quote is checked against what the recall in that block really answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers.feltsense import FeltsenseService
+
+pytestmark = pytest.mark.slow
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+MARK = "@@@feltsense-readme-command "
+
+
+def section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end != -1 else len(text)]
+
+
+def try_it_block() -> str:
+    blocks = re.findall(r"```sh\n(.*?)```", section("Try it"), flags=re.DOTALL)
+    found: list[str] = [block for block in blocks if "KEY=$(cat data/dev-key)" in block]
+    assert found, "the README's Try it has no shell block that reads data/dev-key"
+    return found[0]
+
+
+def commands(block: str) -> list[str]:
+    """One entry per command as a user would paste it: a line starts a command unless a quote is still open."""
+    out: list[str] = []
+    for line in block.splitlines():
+        if not line.strip() or (line.lstrip().startswith("#") and (not out or out[-1].count("'") % 2 == 0)):
+            continue
+        if out and out[-1].count("'") % 2 == 1:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+    return out
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FeltsenseService]:
+    running = FeltsenseService(tmp_path_factory.mktemp("readme") / "data")
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def answers(service: FeltsenseService) -> dict[str, Any]:
+    """Each command of the block (with the README's port replaced by the test service's) and its parsed answer."""
+    if shutil.which("curl") is None:
+        pytest.fail("the README's examples use curl; install it (Debian: apt-get install -y curl)")
+    steps = commands(try_it_block())
+    script = ["set -euo pipefail", 'curl() { command curl --fail-with-body "$@"; }']
+    for n, step in enumerate(steps):
+        script += [f"echo '{MARK}{n}'", step.replace("localhost:8000", f"127.0.0.1:{service.port}")]
+    # The README's paths are relative to the repository; the service's data directory stands in for ./data.
+    ran = subprocess.run(["bash", "-c", "\n".join(script)], capture_output=True, text=True,
+                         cwd=service.data_dir.parent, timeout=300)
+    outputs = ran.stdout.split(MARK)[1:]
+    if ran.returncode != 0:
+        failed = steps[len(outputs) - 1] if outputs else "(before the first command)"
+        pytest.fail(f"README command failed ({ran.returncode}):\n{failed}\n{outputs[-1] if outputs else ''}"
+                    f"\n{ran.stderr}")
+    assert len(outputs) == len(steps)
+    parsed: dict[str, Any] = {}
+    for step, output in zip(steps, outputs, strict=True):
+        body = output.split("\n", 1)[1].strip()
+        parsed[step] = json.loads(body) if body else None
+    return parsed
+
+
+def pick(answers: dict[str, Any], pattern: str) -> Any:
+    """The answer of the one README command that matches this regular expression."""
+    found = [out for step, out in answers.items() if re.search(pattern, step)]
+    assert len(found) == 1, f"expected one README command matching {pattern!r}, found {len(found)}"
+    return found[0]
+
+
+def opening_quote() -> str:
+    text = README.read_text(encoding="utf-8")
+    head = text[:text.index("\n## ")]
+    return " ".join(line[2:].strip() for line in head.splitlines() if line.startswith("> "))
+
+
+def test_try_it_stores_the_luna_session_closes_it_and_recalls_it_with_the_grief_rule(answers: dict[str, Any]) -> None:
+    stored = pick(answers, r"-d '\{\"turns\"")
+    assert stored["stored"] == 3 and stored["memories"] >= 1
+    closed = pick(answers, r"/v1/sessions/s1/close")
+    assert closed["status"] == "complete" and closed["traces_pending"] == 0, closed
+    recalled = pick(answers, r"/v1/recall ")
+    assert recalled["memories"], recalled
+    assert any("Luna" in m["text"] for m in recalled["memories"])
+    # The README opens with this rule "as served": it is what the block's recall puts in the system message.
+    assert opening_quote() and opening_quote() in recalled["context"]["system"]
