@@ -1,17 +1,23 @@
-"""Tuning endpoints for creative directors: read, check, try (replay a transcript), change (validated, versioned)
-and see the history. The tuning page (``api.tuning_page``) is a client of these and nothing more."""
+"""Tuning endpoints for creative directors: the shipped defaults and what each constant means (public), read,
+check, try (replay a transcript), change (validated, versioned, with a note) and see the history. The tuning page
+(``api.tuning_page``) is a client of these and nothing more."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from functools import cache
 from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
 
+from annotated_types import Ge, Gt, Le, Lt
 from litestar import get, post, put
 from litestar.exceptions import ServiceUnavailableException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal, scoped, unscoped
-from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, problems
+from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, IdPath, Problem, problems
 from api.security import require
 from engine.recall import strength_params
 from engine.replay import ReplayComparison, Transcript, TranscriptInvalid, parse_transcript
@@ -21,6 +27,7 @@ from engine.tuning import (
     RetrievalParams,
     ScopeParams,
     ScoringParams,
+    Shown,
     StrengthParams,
     ToneParams,
     TuningProfile,
@@ -31,6 +38,8 @@ from engine.tuning_store import TuningStore, TuningVersion
 MAX_TRANSCRIPT_CHARS = 500_000
 MAX_LISTED_TRANSCRIPT_BYTES = 256 * 1024
 TRANSCRIPT_SUFFIXES = (".yaml", ".yml")
+
+
 class TuningSections(BaseModel):
     """A character's tunable sections; every section left out keeps the defaults."""
 
@@ -47,7 +56,97 @@ class TuningSections(BaseModel):
 class TuningUpdate(TuningSections):
     """A new profile for a character, with why it changed."""
 
-    note: str = Field(default="", max_length=2000, description="why: kept in the history")
+    # Required by the store, after the caller's role is checked (a key that may not save is told that first), and
+    # not by a check of the values, which needs none.
+    note: str = Field(default="", max_length=2000,
+                      description="why the values change, kept in the history: a save without one is a 422")
+
+
+class TuningSectionInfo(BaseModel):
+    name: str = Field(description='the section\'s key in the profile, such as "scoring"')
+    label: str = Field(description="what a creative director calls it")
+    help: str
+
+
+class TunableConstant(BaseModel):
+    """One constant of the profile as the tuning page presents it; its value is in the profile, at ``path``."""
+
+    path: str = Field(description='section and name, as in the profile: "scoring.min_half_life_days"')
+    label: str = Field(description="plain-language name")
+    help: str = Field(description="what it does, for a creative director")
+    description: str = Field(description="the engineer's note: the formula, and the measurement behind the default")
+    kind: Literal["number", "integer", "choice", "set"] = Field(
+        description="set: any of ``choices``, each at most once")
+    choices: list[str] = Field(default_factory=list, description="for a choice or a set")
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = Field(default=False, description="the value must be above ``minimum``, not equal")
+    exclusive_maximum: bool = False
+    unit: str = ""
+    calibrated_by: str = Field(default="", description="the evaluation that chooses the value: rerun it, not guess")
+    engineering: str = Field(
+        default="", description="why this is an engineer's constant rather than a director's; empty for a director's")
+
+
+class TuningDefaults(BaseModel):
+    profile: TuningProfile = Field(description="the profile of a character never tuned")
+    sections: list[TuningSectionInfo]
+    constants: list[TunableConstant] = Field(description="every constant of every section, in the profile's order")
+
+
+@cache
+def _presentation() -> tuple[tuple[TuningSectionInfo, ...], tuple[TunableConstant, ...]]:
+    """The sections and constants with their labels and help, read from ``engine.tuning``'s field metadata (a
+    constant of a new type, or without a label, fails here: every constant must be presentable)."""
+    sections, constants = [], []
+    for name, holder in TuningProfile.model_fields.items():
+        section = holder.annotation
+        if not (isinstance(section, type) and issubclass(section, BaseModel)):
+            continue  # character_id and version: not tunable
+        shown = _shown(name, holder.metadata)
+        sections.append(TuningSectionInfo(name=name, label=shown.label, help=shown.help))
+        for field_name, field in section.model_fields.items():
+            path = f"{name}.{field_name}"
+            constants.append(TunableConstant(path=path, description=field.description or "",
+                                             **_kind(path, field.annotation), **_bounds(field.metadata),
+                                             **dataclasses.asdict(_shown(path, field.metadata))))
+    return tuple(sections), tuple(constants)
+
+
+def _shown(path: str, metadata: list[Any]) -> Shown:
+    found = [rule for rule in metadata if isinstance(rule, Shown)]
+    if not found:
+        raise TypeError(f"{path} has no label: give it a Shown in engine/tuning.py")
+    return found[0]
+
+
+def _kind(path: str, annotation: object) -> dict[str, Any]:
+    if annotation in (int, float):
+        return {"kind": "integer" if annotation is int else "number"}
+    if get_origin(annotation) is Literal:
+        return {"kind": "choice", "choices": list(get_args(annotation))}
+    if get_origin(annotation) is tuple and get_origin(get_args(annotation)[0]) is Literal:
+        return {"kind": "set", "choices": list(get_args(get_args(annotation)[0]))}
+    raise TypeError(f"{path} is a {annotation}: say how the tuning page edits it")
+
+
+def _bounds(metadata: list[Any]) -> dict[str, Any]:
+    bounds: dict[str, Any] = {}
+    for rule in metadata:
+        match rule:
+            case Ge(ge=value):
+                bounds["minimum"] = value
+            case Gt(gt=value):
+                bounds |= {"minimum": value, "exclusive_minimum": True}
+            case Le(le=value):
+                bounds["maximum"] = value
+            case Lt(lt=value):
+                bounds |= {"maximum": value, "exclusive_maximum": True}
+    return bounds
+
+
+NO_CHANGE = ResponseSpec(Problem, media_type=PROBLEM_JSON, generate_examples=False,
+                         description="No change: the values equal the version in force (the detail names it)")
 
 
 class ReplayRequest(BaseModel):
@@ -88,6 +187,15 @@ def _profile(character_id: str, data: TuningSections, *, field_prefix: str = "")
     return profile
 
 
+@get("/v1/tuning/defaults", sync_to_thread=False,
+     summary="The shipped default profile, and each constant's label, help, unit and bounds (no key: defaults are "
+             "not secret)")
+def tuning_defaults(tuning: TuningStore | None) -> TuningDefaults:
+    sections, constants = _presentation()
+    return TuningDefaults(profile=tuning.defaults if tuning is not None else TuningProfile(), sections=list(sections),
+                          constants=list(constants))
+
+
 @get("/v1/characters/{character_id:str}/tuning", sync_to_thread=True, summary="A character's tuning profile",
      responses=problems(*AUTHENTICATED))
 def get_tuning(character_id: IdPath, principal: Principal, tuning: TuningStore | None) -> TuningProfile:
@@ -96,8 +204,9 @@ def get_tuning(character_id: IdPath, principal: Principal, tuning: TuningStore |
 
 
 @put("/v1/characters/{character_id:str}/tuning", sync_to_thread=True,
-     summary="Save a new version of a character's tuning profile (the previous one is kept)",
-     responses=problems(*WITH_BODY))
+     summary="Save a new version of a character's tuning profile, with a note saying why (the previous one is kept; "
+             "the values in force again are a 409)",
+     responses=dict(sorted({**problems(*WITH_BODY), 409: NO_CHANGE}.items())))
 def put_tuning(
     character_id: IdPath, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
 ) -> TuningProfile:
@@ -180,4 +289,6 @@ def list_transcripts(principal: Principal, transcript_dirs: tuple[Path, ...]) ->
     return found
 
 
-tuning_routes = [get_tuning, put_tuning, validate_tuning, replay_tuning, tuning_history, list_transcripts]
+tuning_routes = [
+    tuning_defaults, get_tuning, put_tuning, validate_tuning, replay_tuning, tuning_history, list_transcripts,
+]

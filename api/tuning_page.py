@@ -1,9 +1,11 @@
 """``GET /tuning``: the creative directors' tuning page.
 
 One static HTML file (``api/static/tuning.html``) with inline CSS and one inline script: no build step, no CDN,
-so it works offline. The page is public; every API call it makes carries the key the user pastes. Its content
-security policy allows only its own inline script and style (by hash) and calls to this origin, so text it shows
-from the API (memories, notes) could not run script even if it slipped past the page's escaping.
+so it works offline. The page is public, and so is the first call it makes (``GET /v1/tuning/defaults``: the shipped
+defaults, and each constant's label and help), so a director sees the constants and their curves before any key;
+every other call carries the key the user pastes. Its content security policy allows only its own inline script
+and style (by hash) and calls to this origin, so text it shows from the API (memories, notes) could not run script
+even if it slipped past the page's escaping.
 """
 
 from __future__ import annotations

@@ -4,12 +4,16 @@ made them and why, so a director can see the history and roll back.
 Profiles are small and change rarely, so they live in their own SQLite file beside the data, whichever memory
 store is configured.
 
+Every saved version says why (a note is required) and changes something: saving the values already in force is
+refused (``NoChange``), so the history holds no empty versions and a director who forgot to edit is told so.
+
 A stored row that no longer reads as a valid version (written before a bound existed, or damaged) is logged and
 skipped, never fatal: the character falls back to its newest valid version, or the defaults.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -19,9 +23,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from engine.errors import Conflict, InvalidInput
 from engine.tuning import ProfileSource, TuningProfile
 
 log = logging.getLogger("feltsense.tuning")
+
+NOTE_NEEDED = "a note is needed: say why the values change (kept in the history)"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tuning (
@@ -34,6 +41,14 @@ CREATE TABLE IF NOT EXISTS tuning (
     PRIMARY KEY (character_id, version)
 );
 """
+
+
+class NoChange(Conflict):
+    """A save whose values equal the version in force (409): it would be a version that changes nothing."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"no change: the values equal version {version}, the one in force; change a value first")
+        self.version = version
 
 
 class TuningVersion(BaseModel):
@@ -67,10 +82,20 @@ class TuningStore(ProfileSource):
                 ProfileSource.set(self, version.profile)
                 loaded.add(row[0])
 
-    def save(self, profile: TuningProfile, *, author: str, note: str = "") -> TuningProfile:
-        """Store ``profile`` as the character's next version (its own version number is ignored)."""
+    @property
+    def defaults(self) -> TuningProfile:
+        """The profile of a character never tuned (version 1, ``character_id`` "default")."""
+        return self._default
+
+    def save(self, profile: TuningProfile, *, author: str, note: str) -> TuningProfile:
+        """Store ``profile`` as the character's next version (its own version number is ignored). ``InvalidInput``
+        when ``note`` is blank; ``NoChange`` when the values are the ones in force."""
+        if not note.strip():
+            raise InvalidInput(NOTE_NEEDED, field="note")
         with self._lock:
             current = self.profile_for(profile.character_id)
+            if _values(profile) == _values(current):
+                raise NoChange(current.version)
             # Above every stored version, skipped unreadable ones included: their numbers stay taken.
             (stored,) = self._db.execute(
                 "SELECT MAX(version) FROM tuning WHERE character_id = ? AND typeof(version) = 'integer'",
@@ -99,7 +124,9 @@ class TuningStore(ProfileSource):
             return saved
 
     def set(self, profile: TuningProfile) -> None:
-        self.save(profile, author="engine")
+        """Make ``profile`` the character's (a new version unless it is the one in force already)."""
+        with contextlib.suppress(NoChange):
+            self.save(profile, author="engine", note="set by the engine")
 
     def history(self, character_id: str) -> list[TuningVersion]:
         """Every readable saved version, newest first (empty when the character was never tuned)."""
@@ -114,6 +141,13 @@ class TuningStore(ProfileSource):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _values(profile: TuningProfile) -> dict[str, Any]:
+    """The constants a version holds, to tell a change from none. A register set's order means nothing."""
+    sections = profile.model_dump(exclude={"character_id", "version"})
+    return {name: {key: sorted(value) if isinstance(value, tuple | list) else value for key, value in section.items()}
+            for name, section in sections.items()}
 
 
 def _read(row: tuple[Any, ...]) -> TuningVersion | None:

@@ -1,5 +1,6 @@
-"""The tuning page's server side: the page itself, checking a profile without saving it, replaying a transcript
-under two profiles, the transcript list, and saving every section (rollback is a PUT of an old version)."""
+"""The tuning page's server side: the page itself, the public defaults with each constant's label and help,
+checking a profile without saving it, replaying a transcript under two profiles, the transcript list, and saving
+every section (with a note, and only when something changed; rollback is a PUT of an old version)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.models import Partition
 from engine.service import Engine
+from engine.tuning import TuningProfile
 from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier
 
@@ -100,7 +102,7 @@ def test_validate_answers_like_put_without_saving(api: Api) -> None:
     bad = {**profile, "scoring": {**profile["scoring"], "salience_base": 1.5}}
     for method in ("POST", "PUT"):
         path = "/v1/characters/ava/tuning" + ("/validate" if method == "POST" else "")
-        response = api.client.request(method, path, json=bad, headers=director)
+        response = api.client.request(method, path, json={**bad, "note": "more weight to relevance"}, headers=director)
         assert response.status_code == 422
         assert response.headers["content-type"].startswith("application/problem+json")
         assert [e["field"] for e in response.json()["errors"]] == ["scoring.salience_base"]
@@ -113,7 +115,8 @@ def test_a_profile_the_scoring_kernel_would_refuse_is_refused_before_it_is_saved
     profile = sections(api.client.get("/v1/characters/ava/tuning", headers=director).json())
     bad = {**profile, "strength": {**profile["strength"], "fast_weight": 1.0}}
     for path in ("/v1/characters/ava/tuning", "/v1/characters/ava/tuning/validate"):
-        response = api.client.request("PUT" if path.endswith("tuning") else "POST", path, json=bad, headers=director)
+        response = api.client.request("PUT" if path.endswith("tuning") else "POST", path,
+                                      json={**bad, "note": "no tail"}, headers=director)
         assert response.status_code == 422
         assert response.json()["errors"][0]["field"] == "strength.fast_weight"
     assert api.client.get("/v1/characters/ava/tuning", headers=director).json()["version"] == 1
@@ -167,3 +170,89 @@ def test_the_transcript_list_offers_the_configured_directories_yaml(api: Api) ->
     assert listed.json() == [{"name": "transcripts/job-change.yaml", "text": JOB_CHANGE}]
     assert api.client.get("/v1/transcripts", headers=api.as_("runtime")).status_code == 403
     assert api.client.get("/v1/transcripts").status_code == 401
+
+
+def test_the_defaults_and_what_each_constant_means_need_no_key(api: Api) -> None:
+    answer = api.client.get("/v1/tuning/defaults")  # no Authorization: the shipped defaults are not secret
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["profile"] == TuningProfile().model_dump(mode="json")
+    assert [s["name"] for s in body["sections"]] == list(sections(body["profile"]))
+    assert all(s["label"] and s["help"] for s in body["sections"])
+
+    # Every constant of every section, once, each with a plain-language label and help beside the engineer's note.
+    constants = {c["path"]: c for c in body["constants"]}
+    leaves = [f"{name}.{key}" for name, section in sections(body["profile"]).items() for key in section]
+    assert list(constants) == leaves
+    assert all(c["label"] and c["help"] and c["description"] for c in constants.values())
+    half_life = constants["scoring.half_life_days_per_intensity_squared"]
+    assert half_life["label"] == "How long feelings last" and half_life["unit"] == "days"
+    assert half_life["help"].startswith("How long the character stays careful after a very sad moment")
+    assert (half_life["minimum"], half_life["exclusive_minimum"], half_life["maximum"]) == (0, True, 10_000)
+    assert constants["context.min_tier"] | {"choices": sorted(constants["context.min_tier"]["choices"])} == \
+        constants["context.min_tier"] | {"kind": "choice", "choices": ["high", "low", "standard"]}
+    assert constants["tone.loss_registers"]["kind"] == "set" and "grief" in constants["tone.loss_registers"]["choices"]
+    assert constants["retrieval.window_turns"]["kind"] == "integer"
+    assert constants["tone.min_intensity"]["calibrated_by"] == "feltsense eval tone-thresholds"
+
+    # The constants a director leaves to engineers, and why: each says so, and the page folds them away.
+    engineering = {path for path, c in constants.items() if c["engineering"]}
+    assert engineering == {
+        "retrieval.candidates", "retrieval.vector_min_similarity", "retrieval.vector_full_similarity",
+        "retrieval.fused_floor", "retrieval.lexical_only_cap", "retrieval.bm25_k1", "retrieval.bm25_b",
+        "retrieval.vector_zero_margin", "retrieval.vector_relative_margin", "retrieval.fused_relative_floor",
+        "retrieval.tier_intercept", "retrieval.tier_fused_weight", "retrieval.tier_lead_weight",
+        "write.max_attempts", "write.resolution_min_similarity"}
+
+    schema = api.client.get("/openapi.json").json()["paths"]["/v1/tuning/defaults"]["get"]
+    assert "security" not in schema and "401" not in schema["responses"]
+
+
+def test_a_save_needs_a_note_and_a_check_does_not(api: Api) -> None:
+    director = api.as_("director")
+    profile = sections(api.client.get("/v1/characters/ava/tuning", headers=director).json())
+    changed = {**profile, "scoring": {**profile["scoring"], "min_half_life_days": 2.0}}
+    for body in (changed, {**changed, "note": ""}, {**changed, "note": " \t\n "}):
+        refused = api.client.put("/v1/characters/ava/tuning", json=body, headers=director)
+        assert refused.status_code == 422, refused.text
+        assert refused.headers["content-type"].startswith("application/problem+json")
+        assert [e["field"] for e in refused.json()["errors"]] == ["note"]
+    blank = api.client.put("/v1/characters/ava/tuning", json={**changed, "note": "  "}, headers=director).json()
+    assert blank["errors"][0]["message"] == "a note is needed: say why the values change (kept in the history)"
+    assert api.client.get("/v1/characters/ava/tuning/history", headers=director).json() == []
+    # The role is checked first: a key that may not save is told so, not asked for a note.
+    assert api.client.put("/v1/characters/ava/tuning", json=changed, headers=api.as_("runtime")).status_code == 403
+
+    checked = api.client.post("/v1/characters/ava/tuning/validate", json=changed, headers=director)
+    assert checked.status_code == 200, checked.text
+    saved = api.client.put("/v1/characters/ava/tuning", json={**changed, "note": "a softer floor"}, headers=director)
+    assert saved.status_code == 200 and saved.json()["version"] == 2
+
+
+def test_a_save_that_changes_nothing_is_refused_and_names_the_version_in_force(api: Api) -> None:
+    director = api.as_("director")
+    defaults = sections(api.client.get("/v1/characters/ava/tuning", headers=director).json())
+    unchanged = api.client.put("/v1/characters/ava/tuning", json={**defaults, "note": "just saving"},
+                               headers=director)
+    assert unchanged.status_code == 409, unchanged.text
+    assert unchanged.headers["content-type"].startswith("application/problem+json")
+    assert unchanged.json()["detail"] == "no change: the values equal version 1, the one in force; change a value first"
+    assert api.client.get("/v1/characters/ava/tuning/history", headers=director).json() == []  # not even v1
+
+    tail = {**defaults, "strength": {**defaults["strength"], "tail_exponent": 0.8}}
+    assert api.client.put("/v1/characters/ava/tuning", json={**tail, "note": "slower tail"},
+                          headers=director).status_code == 200
+    again = api.client.put("/v1/characters/ava/tuning", json={**tail, "note": "slower tail, again"}, headers=director)
+    assert again.status_code == 409 and "equal version 2" in again.json()["detail"]
+    # A register set is a set: the same registers in another order are no change either.
+    tone = tail["tone"]
+    reordered = {**tail, "tone": {**tone, "standing_registers": list(reversed(tone["standing_registers"]))}}
+    assert api.client.put("/v1/characters/ava/tuning", json={**reordered, "note": "reordered"},
+                          headers=director).status_code == 409
+    # Going back to an older version's values is a change: that is a rollback.
+    back = api.client.put("/v1/characters/ava/tuning", json={**defaults, "note": "rollback to v1"}, headers=director)
+    assert back.status_code == 200 and back.json()["version"] == 3
+    history = api.client.get("/v1/characters/ava/tuning/history", headers=director).json()
+    assert [v["version"] for v in history] == [3, 2, 1]
+    put = api.client.get("/openapi.json").json()["paths"]["/v1/characters/{character_id}/tuning"]["put"]
+    assert "409" in put["responses"]

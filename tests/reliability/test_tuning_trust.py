@@ -38,10 +38,11 @@ from pydantic import BaseModel, ValidationError
 
 from api.auth import KeyStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.errors import InvalidInput
 from engine.models import REGISTERS, Register, Tier
 from engine.ports import Classifier, Embedder
-from engine.tuning import ContextParams, TuningProfile
-from engine.tuning_store import TuningStore
+from engine.tuning import ContextParams, ScoringParams, TuningProfile
+from engine.tuning_store import NoChange, TuningStore
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process
 from tests.servers.feltsense import FeltsenseService
@@ -168,7 +169,8 @@ def test_a_bad_stored_row_is_skipped_and_logged_and_the_store_still_opens(
     store = TuningStore(path)
     tail = TuningProfile(character_id="ava").strength.model_copy(update={"tail_exponent": 0.8})
     store.save(TuningProfile(character_id="ava", strength=tail), author="director:k1", note="slower tail")
-    store.save(TuningProfile(character_id="bea"), author="director:k1", note="bea's first")
+    store.save(TuningProfile(character_id="bea", scoring=ScoringParams(min_half_life_days=2.0)), author="director:k1",
+               note="bea's first")
     store.close()
     _store_rows(path, [
         ("ava", 3, _body("ava", 3, factual_half_life_days=None)),  # what PUT "Infinity" saved
@@ -195,6 +197,26 @@ def test_a_bad_stored_row_is_skipped_and_logged_and_the_store_still_opens(
     saved = reopened.save(TuningProfile(character_id="ava"), author="director:k1", note="defaults again")
     assert saved.version == 5 and [v.version for v in reopened.history("ava")] == [5, 2, 1]
     reopened.close()
+
+
+def test_a_version_always_says_why_and_changes_something_and_setting_the_one_in_force_is_no_version(
+    tmp_path: Path,
+) -> None:
+    store = TuningStore(tmp_path / "tuning.sqlite3")
+    softer = TuningProfile(character_id="ava", scoring=ScoringParams(min_half_life_days=2.0))
+    with pytest.raises(InvalidInput) as blank:
+        store.save(softer, author="director:k1", note=" \n")
+    assert blank.value.field == "note"
+    with pytest.raises(NoChange, match="equal version 1"):
+        store.save(TuningProfile(character_id="ava"), author="director:k1", note="nothing")
+    assert store.history("ava") == []
+    store.save(softer, author="director:k1", note="a softer floor")
+    store.set(softer)  # the engine and the evals set profiles freely: the one in force again is no new version
+    assert [v.version for v in store.history("ava")] == [2, 1]
+    store.set(TuningProfile(character_id="ava"))
+    newest = store.history("ava")[0]
+    assert (newest.version, newest.author, newest.note) == (3, "engine", "set by the engine")
+    store.close()
 
 
 @dataclass
@@ -234,8 +256,8 @@ def test_a_value_that_is_not_finite_or_is_huge_is_refused_with_a_422_naming_the_
 
 def test_the_history_endpoint_skips_an_unreadable_row_instead_of_answering_500(api: Api) -> None:
     director = api.as_("director")
-    saved = api.client.put("/v1/characters/ava/tuning", json={**DEFAULT_SECTIONS, "note": "first"},
-                           headers=director)
+    first = {**DEFAULT_SECTIONS, "strength": {**DEFAULT_SECTIONS["strength"], "tail_exponent": 0.8}}
+    saved = api.client.put("/v1/characters/ava/tuning", json={**first, "note": "first"}, headers=director)
     assert saved.status_code == 200, saved.text
     _store_rows(api.tuning_path, [("acme:ava", 3, _body("acme:ava", 3, factual_half_life_days=None)),
                                   ("acme:ava", 4, "garbage")])
