@@ -19,14 +19,22 @@ from typing import Annotated, Any
 from litestar import Litestar, Request, Response, get, post
 from litestar.di import Provide
 from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
-from litestar.openapi import OpenAPIConfig
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.params import Parameter
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
 from api.auth import KeyStore, Principal, scoped, unscoped
-from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, OptionalBody, problems
+from api.boundary import (
+    AUTHENTICATED,
+    PROBLEM_JSON,
+    WITH_BODY,
+    DetailQuery,
+    OptionalBody,
+    RoundedJSON,
+    problems,
+    recall_answer,
+)
+from api.docs import bearer_documented, docs_routes, openapi_config
 from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
 from api.resolutions import resolution_routes
@@ -50,6 +58,7 @@ from engine.jobs import FINISHED, JobQueue, JobState, JobStatus, write_job_id
 from engine.models import (
     AwareDatetime,
     CloseReport,
+    CompactRecall,
     Identifier,
     IngestReport,
     Partition,
@@ -258,9 +267,12 @@ def close_session(
 
 
 @post("/v1/recall", status_code=200, sync_to_thread=True,
-      summary="Recall for one turn: ranked memories, tone constraints and the assembled context",
-      responses=problems(*WITH_BODY))
-def recall(data: RecallRequest, engine: Engine, principal: Principal) -> RecallResult:
+      summary="Recall for one turn: the assembled context, the tone rules and the memories in brief "
+              "(detail=full: the whole result with every trace)",
+      responses=problems(*WITH_BODY), response_class=RoundedJSON)
+def recall(
+    data: RecallRequest, engine: Engine, principal: Principal, detail: DetailQuery = "compact"
+) -> CompactRecall | RecallResult:
     require(principal, "runtime", "evaluator")
     result = unscope_result(principal.org, engine.recall(scope_query(principal.org, data)))
     # The access log records which mode answered, so a stretch of degraded recall can be found afterwards.
@@ -270,7 +282,7 @@ def recall(data: RecallRequest, engine: Engine, principal: Principal) -> RecallR
         data.character_id, data.user_id, result.trace.mode, len(result.memories), len(result.tone_constraints),
         len(result.standing_rules), result.trace.timings_ms.get("total_ms", 0.0),
     )
-    return result
+    return recall_answer(result, detail)
 
 
 @get("/healthz", summary="Liveness")
@@ -443,8 +455,9 @@ def create_app(
                 await task
 
     return Litestar(
-        route_handlers=[ingest_turns, close_session if jobs is None else enqueue_close, job_status, recall, healthz,
-                        readyz, *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page],
+        route_handlers=[*bearer_documented([
+            ingest_turns, close_session if jobs is None else enqueue_close, job_status, recall, healthz, readyz,
+            *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page]), *docs_routes],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=False),
@@ -461,8 +474,7 @@ def create_app(
             Exception: _unexpected_problem,
         },
         lifespan=[retry_pending] if jobs is None else [jobs, retry_pending],  # the queue outlives the loop
-        openapi_config=OpenAPIConfig(title="feltsense", version="0.1.0", path="/docs",
-                                     render_plugins=[SwaggerRenderPlugin()]),
+        openapi_config=openapi_config(),
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,  # the process configures logging (api/server.py); the app only emits records
     )

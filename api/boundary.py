@@ -4,19 +4,26 @@ Litestar ignores a pydantic ``Field`` inside ``Annotated`` on a handler's query 
 ``engine.models.Identifier`` there would be neither checked nor documented: parameters use ``IdQuery``/``IdPath``.
 Litestar also documents a 400 with its own body for every handler with parameters, while the app answers
 validation errors with 422 problem details: every route declares its errors with ``problems``.
+
+The memory and recall endpoints answer with ``RoundedJSON``: every float in the body is rounded to
+``FLOAT_DECIMALS`` places once, as the body is written. The engine ranks, logs and stores the exact values.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+from litestar import Response
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Operation, RequestBody
 from litestar.params import PathParameter, QueryParameter
+from litestar.serialization import decode_json, default_serializer, encode_json
+from litestar.types import Serializer
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.models import IDENTIFIER_MAX_CHARS, IDENTIFIER_PATTERN
+from engine.models import IDENTIFIER_MAX_CHARS, IDENTIFIER_PATTERN, CompactRecall, RecallDetail, RecallResult
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -24,6 +31,9 @@ _ID = {"min_length": 1, "max_length": IDENTIFIER_MAX_CHARS, "pattern": IDENTIFIE
 IdQuery = Annotated[str, QueryParameter(**_ID)]
 OptionalIdQuery = Annotated[str | None, QueryParameter(**_ID)]
 IdPath = Annotated[str, PathParameter(**_ID)]
+CharacterQuery = Annotated[str, QueryParameter(**_ID, description="the character the memory belongs to (e.g. ava)")]
+UserQuery = Annotated[str, QueryParameter(
+    **_ID, description="the user whose memory it is (e.g. tester-1): another user's memory id answers 404")]
 
 
 class FieldError(BaseModel):
@@ -80,3 +90,46 @@ class OptionalBody(Operation):
     def __post_init__(self) -> None:
         if isinstance(self.request_body, RequestBody):
             self.request_body.required = False
+
+
+FLOAT_DECIMALS = 4
+"""Decimal places of every float the memory and recall endpoints send. Scores, relevances and feelings are read to
+two or three places; the other twelve digits of a float64 are noise to a reader (measured on the README's recall:
+3,485 bytes before, 3,300 with only the rounding, 1,727 compact)."""
+
+
+def rounded(value: Any, decimals: int = FLOAT_DECIMALS) -> Any:
+    """Decoded JSON with every finite float rounded to ``decimals`` places; everything else as it is."""
+    if isinstance(value, float):
+        return round(value, decimals) if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {key: rounded(item, decimals) for key, item in value.items()}
+    if isinstance(value, list):
+        return [rounded(item, decimals) for item in value]
+    return value
+
+
+class RoundedJSON(Response[Any]):
+    """A response whose JSON body has every float rounded (``rounded``): a handler's ``response_class``.
+
+    It rounds what Litestar would have sent, after the models are encoded, so no model and no field needs to
+    know about it, and what the engine computed is never changed."""
+
+    def render(self, content: Any, media_type: str, enc_hook: Serializer = default_serializer) -> bytes:
+        body = super().render(content, media_type, enc_hook)
+        kind = media_type.split(";", 1)[0].strip().lower()
+        if body and (kind == "application/json" or kind.endswith("+json")):
+            return encode_json(rounded(decode_json(body)))
+        return body
+
+
+DetailQuery = Annotated[RecallDetail, QueryParameter(
+    description="compact (the default): what a character runtime reads (engine.models.CompactRecall: the context, "
+                "the tone rules, each memory in brief, the mode that answered). full: the whole RecallResult, with "
+                "each memory's write-time trace, legs and score components and the recall's whole trace",
+)]
+
+
+def recall_answer(result: RecallResult, detail: RecallDetail) -> CompactRecall | RecallResult:
+    """What a recall endpoint sends for ``detail``."""
+    return result if detail == "full" else CompactRecall.from_result(result)

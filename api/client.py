@@ -1,7 +1,11 @@
 """A small typed client for character runtimes: ``ingest``, ``close_session`` and ``recall`` over HTTP.
 
-Requests and answers are the engine's own models (``engine.models``). Every error the service reports as RFC 9457
-problem details, and every failure to reach it, leaves as one of these exceptions:
+Requests and answers are the engine's own models (``engine.models``). ``recall`` answers a ``CompactRecall``: what
+a runtime needs for the turn, ``context.system`` for the system message and ``context.tail`` beside the user's
+message, with the tone rules in force and each memory in brief; ``recall(query, detail="full")`` answers the whole
+``RecallResult`` (every write-time trace, the score components, the recall's trace) for debugging and evaluation.
+Every error the service reports as RFC 9457 problem details, and every failure to reach it, leaves as one of these
+exceptions:
 
     FeltsenseAPIError            any problem the service reported (status, title, detail, errors)
     ├── AuthError                401 / 403: no key, a wrong key, or a key without the role
@@ -14,7 +18,8 @@ problem details, and every failure to reach it, leaves as one of these exception
 
     with FeltsenseClient("http://127.0.0.1:8000", api_key=key) as memory:
         memory.ingest(turns)
-        result = memory.recall(RecallQuery(character_id="ava", user_id="tester-1", message="..."))
+        recalled = memory.recall(RecallQuery(character_id="ava", user_id="tester-1", message=message))
+        reply = my_model(recalled.context.system, recalled.context.tail, message)
 
 ``AsyncFeltsenseClient`` is the same client for asyncio runtimes. Both take an httpx transport, so tests can drive
 an app in process or hand in ``httpx.MockTransport``.
@@ -26,14 +31,14 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from engine.models import CloseReport, IngestReport, RecallQuery, RecallResult, Turn
+from engine.models import CloseReport, CompactRecall, IngestReport, RecallDetail, RecallQuery, RecallResult, Turn
 
 __all__ = [
     "AsyncFeltsenseClient",
@@ -172,6 +177,16 @@ def _recall_body(query: RecallQuery) -> dict[str, Any]:
     return query.model_dump(mode="json", exclude_none=True)
 
 
+def _recall_path(detail: RecallDetail) -> str:
+    if detail not in ("compact", "full"):
+        raise ValueError(f"detail must be 'compact' or 'full', got {detail!r}")
+    return f"/v1/recall?detail={detail}"
+
+
+def _recalled(response: httpx.Response, detail: RecallDetail) -> CompactRecall | RecallResult:
+    return _ok(response, RecallResult) if detail == "full" else _ok(response, CompactRecall)
+
+
 def _unreachable(exc: httpx.TransportError, request: str) -> UnavailableError:
     kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "could not be reached"
     return UnavailableError(None, "Service unavailable", f"{request}: the service {kind} ({exc!r})")
@@ -266,9 +281,24 @@ class FeltsenseClient:
         path, body = _close_request(session_id, closed_at, wait_s)
         return _close_result(self._post(path, body))
 
-    def recall(self, query: RecallQuery) -> RecallResult:
-        """Memories, tone constraints and the assembled context for one turn of the character."""
-        return _ok(self._post("/v1/recall", _recall_body(query)), RecallResult)
+    @overload
+    def recall(self, query: RecallQuery, *, detail: Literal["compact"] = "compact") -> CompactRecall: ...
+
+    @overload
+    def recall(self, query: RecallQuery, *, detail: Literal["full"]) -> RecallResult: ...
+
+    def recall(self, query: RecallQuery, *, detail: RecallDetail = "compact") -> CompactRecall | RecallResult:
+        """Recall for one turn of the character.
+
+        By default a ``CompactRecall``, what a runtime needs: ``context.system`` (the stable prefix, then this
+        turn's tone rules) goes in the system message and ``context.tail`` (the recalled memories, worded) beside
+        the user's message. ``tone_constraints`` and ``standing_rules`` are the rules in force (already worded in
+        ``context.system``); ``memories`` are what the tail was assembled from, each with its tier, calibrated
+        relevance, score and feeling in brief; ``trace.mode`` says which mode answered (anything but ``hybrid``
+        is degraded). ``detail="full"`` answers the whole ``RecallResult`` instead: each memory's write-time trace,
+        legs and score components, and the recall's full trace, for debugging and evaluation. Floats come with 4
+        decimal places."""
+        return _recalled(self._post(_recall_path(detail), _recall_body(query)), detail)
 
     def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         try:
@@ -316,9 +346,15 @@ class AsyncFeltsenseClient:
         path, body = _close_request(session_id, closed_at, wait_s)
         return _close_result(await self._post(path, body))
 
-    async def recall(self, query: RecallQuery) -> RecallResult:
-        """Memories, tone constraints and the assembled context for one turn of the character."""
-        return _ok(await self._post("/v1/recall", _recall_body(query)), RecallResult)
+    @overload
+    async def recall(self, query: RecallQuery, *, detail: Literal["compact"] = "compact") -> CompactRecall: ...
+
+    @overload
+    async def recall(self, query: RecallQuery, *, detail: Literal["full"]) -> RecallResult: ...
+
+    async def recall(self, query: RecallQuery, *, detail: RecallDetail = "compact") -> CompactRecall | RecallResult:
+        """``FeltsenseClient.recall``, awaited: a ``CompactRecall``, or with ``detail="full"`` a ``RecallResult``."""
+        return _recalled(await self._post(_recall_path(detail), _recall_body(query)), detail)
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         try:

@@ -1,7 +1,9 @@
-"""Memory endpoints: list and search one user's memories, read one and its trace, delete one.
+"""Memory endpoints: list and search one user's memories, read one and its trace, delete one; a past recall.
 
 Every call names the character and the user; a memory of another user (or organisation) is a 404, never the
-memory (seed 000, "Private by user").
+memory (seed 000, "Private by user"). A search (``q``) is how a user finds the memory they mean to read or erase:
+it finds faded and archived memories too, and says which they are (``Engine.search``). Every float in these
+answers has 4 decimal places (``api.boundary.RoundedJSON``).
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from litestar.params import Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal
-from api.boundary import AUTHENTICATED, IdQuery, problems
+from api.boundary import AUTHENTICATED, CharacterQuery, DetailQuery, RoundedJSON, UserQuery, problems, recall_answer
 from api.security import require
-from api.tenancy import scope_partition, scope_query, unscope_memory, unscope_result
+from api.tenancy import scope_partition, unscope_memory, unscope_result
+from engine.errors import InvalidInput
 from engine.lifecycle import ErasureReceipt
-from engine.models import Memory, MemoryState, RecallQuery, RecallResult, Trace
-from engine.service import Engine
+from engine.models import CompactRecall, Memory, MemoryState, RecallMode, RecallResult, Trace
+from engine.service import Engine, Found
 
 MAX_PAGE = 200
 """The most memories one page lists (``limit``)."""
@@ -29,56 +32,85 @@ class MemoryView(BaseModel):
     model_config = ConfigDict(extra="forbid")
     memory: Memory
     trace: Trace | None
-    state: MemoryState | None = Field(default=None, description="status, pins and strength signals")
+    state: MemoryState | None = Field(
+        default=None, description="status (active or archived: out of everyday recall, restorable), pins and "
+                                  "strength signals; in a listing and a search")
+    faded: bool | None = Field(
+        default=None,
+        description="in a listing and a search: its live strength (decay since it was last validated, use and source "
+                    "trust, scoring.strength; pins and canon floored) is below the character's strength.archive_below "
+                    "(0.05 by default: about five years after it was said, for a memory the user stated and recall "
+                    "never returned). The nightly sweep moves a faded active memory to the archive, out of everyday "
+                    "recall",
+    )
+    strength: float | None = Field(default=None, ge=0.0, le=1.0,
+                                   description="in a listing and a search: that live strength, 0..1")
+    relevance: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="in a search: how well it matches q, 0..1 (stage one's fused relevance; no decay, no floor), "
+                    "the order items come in",
+    )
 
 
 class MemoryPage(BaseModel):
+    """A page of one user's memories; every float has 4 decimal places."""
+
     model_config = ConfigDict(extra="forbid")
     items: list[MemoryView]
     offset: int
     limit: int
     next_offset: int | None
+    mode: RecallMode | None = Field(
+        default=None, description="in a search: which mode answered (hybrid; lexical or substring when degraded)")
 
 
-@get("/v1/memories", sync_to_thread=True, summary="List one user's memories, or search them with q",
-     responses=problems(*AUTHENTICATED))
+def _view(org: str, found: Found) -> MemoryView:
+    return MemoryView(memory=unscope_memory(org, found.memory), trace=found.trace, state=found.state,
+                      faded=found.faded, strength=found.strength, relevance=found.relevance)
+
+
+@get("/v1/memories", sync_to_thread=True,
+     summary="List one user's memories, or search them with q (faded and archived ones too, flagged)",
+     responses=problems(*AUTHENTICATED), response_class=RoundedJSON)
 def list_memories(
     engine: Engine,
     principal: Principal,
-    character_id: IdQuery,
-    user_id: IdQuery,
-    q: str | None = Parameter(default=None, max_length=2000, description="search text (hybrid, then reranked)"),
-    offset: int = Parameter(default=0, ge=0, le=MAX_OFFSET, description=f"at most {MAX_OFFSET:,}"),
+    character_id: CharacterQuery,
+    user_id: UserQuery,
+    q: str | None = Parameter(
+        default=None, max_length=2000,
+        description="search text: this user's own memories that match it, best match first, faded and archived "
+                    "ones too (each item says its status, whether it faded, and its relevance); one page of the best "
+                    "limit matches"),
+    offset: int = Parameter(default=0, ge=0, le=MAX_OFFSET,
+                            description=f"pages the listing, at most {MAX_OFFSET:,}; not with q"),
     limit: int = Parameter(default=50, ge=1, le=MAX_PAGE, description=f"at most {MAX_PAGE}"),
-    archived: bool = Parameter(default=False, description="the audit flag: list archived memories too"),
+    archived: bool | None = Parameter(
+        default=None, description="archived memories too: the listing leaves them out unless true (the audit flag); "
+                                  "a search (q) finds them unless false"),
 ) -> MemoryPage:
     require(principal, "runtime", "evaluator")
+    partition = scope_partition(principal.org, character_id, user_id)
     if q:
-        result = engine.recall(scope_query(principal.org, RecallQuery(
-            character_id=character_id, user_id=user_id, message=q, include_current_session=True,
-            limit=min(limit, 40),
-        )))
-        # Recall only returns what this user may see: their own memories, the canon and the shared level.
-        found = {m.memory_id: m.trace for m in result.memories}
-        states = engine.states(list(found))
-        items = [MemoryView(memory=unscope_memory(principal.org, memory), trace=found[memory.memory_id],
-                            state=states[memory.memory_id])
-                 for memory in engine.store.get_memories(list(found))]
-        return MemoryPage(items=items, offset=0, limit=limit, next_offset=None)
-    page = engine.memories(scope_partition(principal.org, character_id, user_id), offset=offset, limit=limit)
-    states = engine.states([m.memory_id for m, _ in page])
+        if offset:
+            raise InvalidInput("offset pages the listing; a search (q) answers its best limit matches in one page",
+                               field="offset")
+        # Archived memories too by default: a user looking for what to erase means wherever it is.
+        search = engine.search(partition, q, limit=limit, include_archived=archived is not False)
+        return MemoryPage(items=[_view(principal.org, found) for found in search.found], offset=0, limit=limit,
+                          next_offset=None, mode=search.mode)
+    page = engine.listing(partition, offset=offset, limit=limit)
     shown = ("active", "archived") if archived else ("active",)
     return MemoryPage(
-        items=[MemoryView(memory=unscope_memory(principal.org, m), trace=t, state=states[m.memory_id])
-               for m, t in page if states[m.memory_id].status in shown],
+        items=[_view(principal.org, found) for found in page if found.state.status in shown],
         offset=offset, limit=limit, next_offset=offset + limit if len(page) == limit else None,
     )
 
 
 @get("/v1/memories/{memory_id:str}", sync_to_thread=True, summary="One memory with its trace",
-     responses=problems(*AUTHENTICATED, 404))
+     responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_memory(
-    memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery
+    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery
 ) -> MemoryView:
     require(principal, "runtime", "evaluator")
     memory, trace = engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))
@@ -86,9 +118,9 @@ def get_memory(
 
 
 @get("/v1/memories/{memory_id:str}/trace", sync_to_thread=True, summary="A memory's trace",
-     responses=problems(*AUTHENTICATED, 404))
+     responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_trace(
-    memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery
+    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery
 ) -> Trace | None:
     require(principal, "runtime", "evaluator")
     return engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))[1]
@@ -98,7 +130,7 @@ def get_trace(
         summary="Erase one memory with its trace, facts, vector and lexical entries; returns a receipt",
         responses=problems(*AUTHENTICATED, 404))
 def delete_memory(
-    memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery,
+    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery,
     strict: bool = Parameter(default=False, description="drop names from the audit trail too"),
 ) -> ErasureReceipt:
     require(principal, "runtime")
@@ -107,14 +139,16 @@ def delete_memory(
 
 
 @get("/v1/recalls/{recall_id:str}", sync_to_thread=True,
-     summary="A past turn's recall as it was returned: what the character saw, with the assembly's trace",
-     responses=problems(*AUTHENTICATED, 404))
+     summary="A past turn's recall as it was returned: what the character saw (detail=full: with every trace and "
+             "the assembly's trace)",
+     responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_recall(
-    recall_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery
-) -> RecallResult:
+    recall_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery,
+    detail: DetailQuery = "compact",
+) -> CompactRecall | RecallResult:
     require(principal, "runtime", "evaluator")
-    return unscope_result(principal.org, engine.recall_record(
-        recall_id, scope_partition(principal.org, character_id, user_id)))
+    return recall_answer(unscope_result(principal.org, engine.recall_record(
+        recall_id, scope_partition(principal.org, character_id, user_id))), detail)
 
 
 memory_routes = [list_memories, get_memory, get_trace, delete_memory, get_recall]

@@ -17,7 +17,7 @@ from litestar import get, post
 from litestar.params import Parameter
 
 from api.auth import Principal
-from api.boundary import AUTHENTICATED, IdQuery, problems
+from api.boundary import AUTHENTICATED, CharacterQuery, UserQuery, problems
 from api.security import require
 from api.tenancy import scope_partition
 from engine.models import Resolution
@@ -28,7 +28,7 @@ from engine.service import Engine
      summary="A user's resolutions: which memory's tone a later memory settled, when and why",
      responses=problems(*AUTHENTICATED))
 def list_resolutions(
-    engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery,
+    engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery,
     undone: bool = Parameter(default=True, description="list undone resolutions too"),
 ) -> list[Resolution]:
     require(principal, "runtime", "director", "evaluator")
@@ -39,7 +39,7 @@ def list_resolutions(
       summary="Undo a resolution: the memory's tone (and its episode's) is in force again; audited",
       responses=problems(*AUTHENTICATED, 404))
 def undo_resolution(
-    memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery, user_id: IdQuery
+    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery
 ) -> list[Resolution]:
     require(principal, "director")
     return engine.undo_resolution(memory_id, scope_partition(principal.org, character_id, user_id),

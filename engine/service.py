@@ -7,9 +7,10 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from engine.errors import NotFound
+from engine.errors import InvalidInput, NotFound
 from engine.facts import Actor, FactService, FactWrite
 from engine.gate import VisibilityGates
 from engine.ingest import Ingestor
@@ -22,6 +23,7 @@ from engine.models import (
     Memory,
     MemoryState,
     Partition,
+    RecallMode,
     RecallQuery,
     RecallResult,
     Resolution,
@@ -33,13 +35,41 @@ from engine.models import (
     Turn,
 )
 from engine.ports import Classifier, Embedder, MemoryStore
-from engine.recall import Recaller
+from engine.recall import Recaller, strengths
+from engine.retrieval import Query, lexical_query, query_vector, rank
 from engine.scopes import partition_for, visible
 from engine.tuning import ProfileSource
 from engine.writer import TraceWriter
 from traces.facts import AUTO_ACTIVE_RELATIONS
 
 log = logging.getLogger("feltsense.engine")
+MAX_SEARCH = 200
+"""The most matches one search answers: stage one's largest pool (``RetrievalParams.candidates``)."""
+EVERY_MEMORY_BEFORE = datetime(2262, 1, 1, tzinfo=UTC)
+"""A search's bound on when a memory was said: in effect none (a replayed transcript may be dated after the engine's
+now). Not year 9999: Weaviate filters dates as 64-bit nanoseconds since 1970, which end in April 2262, and a later
+bound matched nothing there."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """One of a user's own memories as a listing or a search shows it to that user: with its trace, its
+    lifecycle state, its live strength and whether it has faded."""
+
+    memory: Memory
+    trace: Trace | None
+    state: MemoryState
+    strength: float  # scoring.strength, now: decay since last validated, use and source trust; pins and canon floored
+    faded: bool  # strength below the profile's strength.archive_below: what the nightly sweep moves to the archive
+    relevance: float | None = None  # a search's: stage one's fused relevance, 0..1, no decay and no floor
+
+
+@dataclass(frozen=True)
+class Search:
+    """A search's matches, best first, and which mode answered (hybrid; lexical or substring when degraded)."""
+
+    found: list[Found]
+    mode: RecallMode
 
 
 def utc_now() -> datetime:
@@ -141,6 +171,67 @@ class Engine:
         found = self.store.list_memories(partition, offset=offset, limit=limit)
         traces = self.store.get_traces([m.memory_id for m in found])
         return [(m, traces.get(m.memory_id)) for m in found]
+
+    def listing(self, partition: Partition, *, offset: int, limit: int) -> list[Found]:
+        """``memories`` with each memory's state, live strength and whether it has faded (``Found``)."""
+        return self._found(partition, [m for m, _ in self.memories(partition, offset=offset, limit=limit)])
+
+    def search(self, partition: Partition, text: str, *, limit: int, include_archived: bool = True) -> Search:
+        """The partition's own memories that match ``text``, best first by stage one's fused relevance alone: no
+        decay, no salience, no strength, and none of recall's floors that cut a weak match relative to the best
+        one. So a faded memory is found like a fresh one, and an archived one unless ``include_archived`` is False.
+        Only this partition's memories: never the canon, the shared level or another user's. This is for a user
+        looking for one of their memories (to read it or erase it); recall is what ranks for the character.
+
+        The embedder down, it answers lexically; lexical finding nothing, by substring (``Search.mode`` says).
+        ``limit`` is at most ``MAX_SEARCH`` (stage one's largest pool)."""
+        if not 1 <= limit <= MAX_SEARCH:
+            raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH}, got {limit}", field="limit")
+        profile = self.profiles.profile_for(partition.character_id)
+        # Stage one unfloored: a hit is any memory the vector leg's threshold or a shared term lets in. Validated,
+        # so a renamed constant fails here rather than leaving the floors on.
+        params = type(profile.retrieval).model_validate({
+            **profile.retrieval.model_dump(), "fused_floor": 0.0, "fused_relative_floor": 0.0,
+            "candidates": max(limit, profile.retrieval.candidates)})
+        query_terms, term_weights = lexical_query(text, (), params)
+        mode: RecallMode = "hybrid"
+        vector = None
+        try:
+            vector, _ = query_vector(self.embedder.embed([text])[0], None, params)
+        except Exception as exc:  # as in recall: any embedder failure degrades to lexical, and the answer says so
+            mode = "lexical"
+            log.warning("search degraded to lexical for %s/%s: %s", partition.character_id, partition.user_id, exc)
+        with self._visibility.shared(partition):  # as recall reads: a closing session's facts all or none
+            legs = self.store.search(
+                partition, query_vector=vector, query_terms=query_terms, params=params, exclude_session=None,
+                created_before=EVERY_MEMORY_BEFORE, include_archived=include_archived,
+                term_weights=term_weights.tolist(),
+            )
+            query = Query(vector=vector, cosine_scale=1.0, terms=query_terms, term_weights=term_weights)
+            candidates = rank(legs, query, params).candidates
+            if mode == "lexical" and not candidates:
+                mode = "substring"
+                candidates = self.store.substring_search(
+                    partition, query_text=text, limit=limit, exclude_session=None,
+                    created_before=EVERY_MEMORY_BEFORE, include_archived=include_archived)
+            relevance = {c.memory_id: c.relevance for c in candidates[:limit]}
+            found = {f.memory.memory_id: f for f in self._found(
+                partition, self.store.get_memories(list(relevance)), relevance)}
+        return Search(found=[found[m] for m in relevance if m in found], mode=mode)
+
+    def _found(self, partition: Partition, memories: Sequence[Memory],
+               relevance: dict[str, float] | None = None) -> list[Found]:
+        """``memories`` that are ``partition``'s, as ``Found``: faded by the sweep's own measure (``strengths``)."""
+        memories = [m for m in memories if m.partition == partition]
+        ids = [m.memory_id for m in memories]
+        states = self.states(ids)
+        traces = self.store.get_traces(ids)
+        profile = self.profiles.profile_for(partition.character_id)
+        live = strengths(memories, states, self.clock(), profile).tolist() if memories else []
+        return [Found(memory=m, trace=traces.get(m.memory_id), state=states[m.memory_id], strength=strength,
+                      faded=strength < profile.strength.archive_below,
+                      relevance=None if relevance is None else relevance.get(m.memory_id))
+                for m, strength in zip(memories, live, strict=True)]
 
     def memory(self, memory_id: str, partition: Partition) -> tuple[Memory, Trace | None]:
         """One memory with its trace; NotFound unless it belongs to ``partition`` (never reveal another's)."""

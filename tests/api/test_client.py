@@ -39,7 +39,7 @@ from api.client import (
 )
 from engine.errors import BackendUnavailable
 from engine.jobs import FINISHED, InProcessJobs
-from engine.models import CloseReport, IngestReport, RecallQuery, RecallResult, Turn, WindowTurn
+from engine.models import CloseReport, CompactRecall, IngestReport, RecallQuery, RecallResult, Turn, WindowTurn
 from engine.service import Engine
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -120,10 +120,16 @@ def test_ingest_close_and_recall_round_trip_as_the_engines_models(memory: Feltse
     assert closed == CloseReport(session_id="s1", traces_written=2, traces_pending=0)
 
     result = memory.recall(PARK)
-    assert isinstance(result, RecallResult)
+    assert isinstance(result, CompactRecall)
     assert any("Luna" in m.text and m.session_id == "s1" for m in result.memories)
+    assert any(m.feeling is not None and m.feeling.register == "grief" for m in result.memories)
     assert any(c.register == "grief" and "Luna" in c.anchors for c in result.tone_constraints)
     assert result.trace.mode == "hybrid" and result.context.system
+
+    full = memory.recall(PARK, detail="full")
+    assert isinstance(full, RecallResult)
+    assert all(m.trace is not None and m.components.score > 0 for m in full.memories)
+    assert [m.memory_id for m in full.memories] == [m.memory_id for m in result.memories]
 
 
 def test_the_client_sends_the_window(memory: FeltsenseClient) -> None:
@@ -131,23 +137,26 @@ def test_the_client_sends_the_window(memory: FeltsenseClient) -> None:
     memory.close_session("s1", closed_at=datetime(2025, 3, 2, 18, 10, tzinfo=UTC))
     window = (WindowTurn(role="user", text="I keep thinking about Luna."),
               WindowTurn(role="character", text="She sounds like she was a wonderful dog."))
-    result = memory.recall(PARK.model_copy(update={"window": window}))
+    result = memory.recall(PARK.model_copy(update={"window": window}), detail="full")
     assert result.trace.window_source == "passed" and result.trace.window_turns == 2
-    assert memory.recall(PARK).trace.window_source == "none"  # no window passed, and s2 has no stored turns
+    # no window passed, and s2 has no stored turns
+    assert memory.recall(PARK, detail="full").trace.window_source == "none"
 
 
 def test_the_async_client_does_the_same(service: Service) -> None:
-    async def run() -> tuple[IngestReport, object, RecallResult]:
+    async def run() -> tuple[IngestReport, object, CompactRecall, RecallResult]:
         transport = httpx.ASGITransport(app=service.app)
         async with AsyncFeltsenseClient("http://testserver.local", api_key=service.runtime_key,
                                         transport=transport) as memory:
             return (await memory.ingest(luna_turns()), await memory.close_session("s1"),
-                    await memory.recall(PARK))
+                    await memory.recall(PARK), await memory.recall(PARK, detail="full"))
 
-    report, closed, result = asyncio.run(run())
+    report, closed, result, full = asyncio.run(run())
     assert report.memories == 2
     assert isinstance(closed, CloseReport) and closed.traces_written == 2
-    assert any("Luna" in m.text for m in result.memories)
+    assert isinstance(result, CompactRecall) and any("Luna" in m.text for m in result.memories)
+    assert isinstance(full, RecallResult) and [m.memory_id for m in full.memories] == [
+        m.memory_id for m in result.memories]
 
 
 def test_a_422_raises_validation_error_naming_the_field(memory: FeltsenseClient) -> None:
@@ -280,8 +289,7 @@ def test_the_readme_character_loop_runs(memory: FeltsenseClient) -> None:
 def test_readme_example_is_this_one() -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
     example = [block for block in blocks if "def character_loop(" in block]
-    if not example:
-        pytest.skip("README.md has no character-loop example yet (paste it from tests/api/test_client.py)")
+    assert example, "README.md has no character-loop example (paste it from tests/api/test_client.py)"
     assert inspect.getsource(character_loop) in example[0], "README's character_loop differs from this file's"
 
 

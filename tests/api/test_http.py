@@ -43,9 +43,9 @@ def test_turns_close_and_recall_round_trip(client: TestClient[Any]) -> None:
     closed = client.post("/v1/sessions/s1/close", json={"closed_at": "2025-03-02T18:10:00Z"})
     assert closed.status_code == 200 and closed.json()["traces_written"] == 2
 
-    result = client.post("/v1/recall", json={"character_id": "ava", "user_id": "tester-1",
-                                             "message": "I went for a walk in the park.", "session_id": "s2",
-                                             "at": "2025-03-11T09:00:00Z"})
+    result = client.post("/v1/recall?detail=full", json={"character_id": "ava", "user_id": "tester-1",
+                                                         "message": "I went for a walk in the park.",
+                                                         "session_id": "s2", "at": "2025-03-11T09:00:00Z"})
     assert result.status_code == 200
     body = result.json()
     assert any("Luna" in m["text"] for m in body["memories"])
@@ -138,11 +138,12 @@ def test_recall_reads_the_window_a_runtime_passes_and_says_so(client: TestClient
            "session_id": "s2",
            "at": "2025-03-11T09:00:00Z"}
     window = [{"role": "user", "text": "I called Hana yesterday."}, {"role": "character", "text": "Oh nice!"}]
-    body = client.post("/v1/recall", json={**ask, "window": window}).json()
+    body = client.post("/v1/recall?detail=full", json={**ask, "window": window}).json()
     assert body["trace"]["window_source"] == "passed" and body["trace"]["window_turns"] == 2
     hana = next(m for m in body["memories"] if m["text"].startswith("My sister Hana"))
     assert hana["window_anchors"] == ["Hana"] and hana["tier"] in ("low", "standard", "high")
-    assert client.post("/v1/recall", json={**ask, "window": []}).json()["trace"]["window_source"] == "none"
+    unwindowed = client.post("/v1/recall?detail=full", json={**ask, "window": []}).json()
+    assert unwindowed["trace"]["window_source"] == "none"
 
     bad = client.post("/v1/recall", json={**ask, "window": [{"role": "narrator", "text": "x"}]})
     assert bad.status_code == 422 and "window.0.role" in [e["field"] for e in bad.json()["errors"]]

@@ -227,6 +227,39 @@ def test_an_archived_grief_keeps_its_standing_tone_rule(engine: Engine) -> None:
     assert any(grief.memory_id in rule.source_memory_ids for rule in result.standing_rules)
 
 
+def test_a_search_finds_a_users_own_memories_by_relevance_alone_faded_and_archived_too(engine: Engine) -> None:
+    recent = datetime.now(UTC).replace(microsecond=0) - timedelta(days=10)  # fresh whenever the test runs
+    walk, swings, pond = ("Luna and I walked in the park every single morning.",
+                          "The swings in the park were broken again, and a man sold ice cream.",
+                          "Luna chased the ducks at the pond.")
+    say(engine, "old", [pond], datetime(2012, 5, 1, tzinfo=UTC))  # faded, whenever the test runs after 2018
+    say(engine, "s1", ["My dog Luna died last week.", walk], recent)
+    say(engine, "s2", [swings], recent + timedelta(days=1))
+    say(engine, "s1", ["Luna and I walked in the park, she was the best dog."], recent, user="other")
+    engine.write_canon("ava", "dog", "Ava once had a dog called Luna who loved the park.", actor="director:test")
+    mine = Partition(character_id="ava", user_id="tester")
+    [archived] = [m for m in engine.store.session_memories("tester-s2")]
+    engine.archive(archived.memory_id, [mine], actor="runtime:test")
+    query = "Luna and I walked in the park"
+    recalled = engine.recall(RecallQuery(character_id="ava", user_id="tester", message=query,
+                                         at=recent + timedelta(days=2)))
+    assert recalled.trace.dropped_below_floor > 0 and swings not in [m.text for m in recalled.memories]
+
+    found = engine.search(mine, query, limit=20)
+    assert found.mode == "hybrid"
+    # The user's own memories only: never another user's, the canon or the shared level.
+    assert found.found and all(f.memory.partition == mine for f in found.found)
+    by_text = {f.memory.text: f for f in found.found}
+    assert {"My dog Luna died last week.", walk, swings, pond} <= set(by_text)
+    relevance = [f.relevance or 0.0 for f in found.found]
+    assert relevance == sorted(relevance, reverse=True) and relevance[0] == by_text[walk].relevance
+    assert (by_text[pond].state.status, by_text[pond].faded) == ("active", True)
+    assert (by_text[swings].state.status, by_text[swings].faded) == ("archived", False)
+    assert not by_text[walk].faded and by_text[walk].trace is not None
+    assert swings not in {f.memory.text for f in engine.search(mine, query, limit=20, include_archived=False).found}
+    assert len(engine.search(mine, query, limit=2).found) == 2
+
+
 def test_erasure_leaves_no_content_anywhere_and_returns_a_receipt(engine: Engine) -> None:
     secret = "My secret is the blue door, and I moved to Lisbon."
     say(engine, "s1", [secret, "The blue door is painted every spring."], T0)

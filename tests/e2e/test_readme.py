@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.servers.feltsense import FeltsenseService
@@ -108,3 +109,33 @@ def test_try_it_stores_the_luna_session_closes_it_and_recalls_it_with_the_grief_
     assert any("Luna" in m["text"] for m in recalled["memories"])
     # The README opens with this rule "as served": it is what the block's recall puts in the system message.
     assert opening_quote() and opening_quote() in recalled["context"]["system"]
+
+
+def test_try_it_lists_searches_reads_and_erases_a_memory(service: FeltsenseService, answers: dict[str, Any]) -> None:
+    listed = pick(answers, r"/v1/memories\?character_id=ava&user_id=tester-1\" ")
+    assert {item["memory"]["text"] for item in listed["items"]} >= {
+        "My dog Luna died last week.", "Luna and I walked in the park every single morning."}
+    searched = pick(answers, r"^curl .*q=walk in the park")
+    top = searched["items"][0]
+    assert top["memory"]["text"] == "Luna and I walked in the park every single morning."
+    assert top["state"]["status"] == "active" and top["faded"] is False and 0 < top["relevance"] <= 1
+    read = pick(answers, r"^curl -s \"localhost:8000/v1/memories/\$MEMORY_ID")
+    assert read["memory"]["memory_id"] == top["memory"]["memory_id"]
+    receipt = pick(answers, r"-X DELETE")
+    assert receipt["memories"] == [top["memory"]["memory_id"]] and receipt["turns"] == 1
+    # Erased: the id is gone for good, and the search no longer finds those words.
+    gone = httpx.get(f"{service.url}/v1/memories/{top['memory']['memory_id']}", headers=service.headers(),
+                     params={"character_id": "ava", "user_id": "tester-1"})
+    assert gone.status_code == 404
+    again = httpx.get(f"{service.url}/v1/memories", headers=service.headers(),
+                      params={"character_id": "ava", "user_id": "tester-1", "q": "walk in the park"}).json()
+    assert "Luna and I walked in the park every single morning." not in {i["memory"]["text"] for i in again["items"]}
+
+
+def test_try_it_recall_is_the_compact_answer_a_runtime_reads(answers: dict[str, Any]) -> None:
+    recalled = pick(answers, r"/v1/recall ")
+    assert recalled["trace"]["mode"] == "hybrid"
+    for memory in recalled["memories"]:
+        assert memory["tier"] in {"high", "standard", "low"} and "components" not in memory and "legs" not in memory
+    floats = re.findall(r"\d+\.(\d+)", json.dumps(recalled["memories"]))
+    assert all(len(decimals) <= 4 for decimals in floats)

@@ -41,7 +41,8 @@ def _auth(service: Service) -> dict[str, str]:
 
 
 def _recall(service: Service) -> dict[str, Any]:
-    response = httpx.post(f"{service.url}/v1/recall", headers=_auth(service), json={
+    # The full answer: the restart must keep each memory's write-time trace, which the compact one leaves out.
+    response = httpx.post(f"{service.url}/v1/recall?detail=full", headers=_auth(service), json={
         "character_id": "ava", "user_id": "tester-1", "message": "I went for a walk in the park this morning.",
         "session_id": "s2", "at": "2025-03-11T09:00:00Z"}, timeout=30)
     assert response.status_code == 200, response.text

@@ -150,7 +150,8 @@ def run(world: World, op: str, org: str, character: str, user: str) -> None:
         world.check(response.text + closed.text, org, character, user)
     elif op in ("recall", "search", "list"):
         if op == "recall":
-            response = world.client.post("/v1/recall", headers=runtime,
+            # The full answer: everything the compact one says, and every trace besides.
+            response = world.client.post("/v1/recall", headers=runtime, params={"detail": "full"},
                                          json={**where, "message": _tempting_message(world)})
             if response.status_code == 200:
                 world.recalls.append(response.json()["recall_id"])
@@ -191,7 +192,7 @@ def run(world: World, op: str, org: str, character: str, user: str) -> None:
             world.check(response.text, org, character, user)
     elif op == "read_recall":
         for recall_id in world.recalls[-5:]:
-            response = world.client.get(f"/v1/recalls/{recall_id}", params=where,
+            response = world.client.get(f"/v1/recalls/{recall_id}", params={**where, "detail": "full"},
                                         headers=world.headers(org, "evaluator"))
             assert response.status_code in (200, 404), response.text
             world.check(response.text, org, character, user)
