@@ -42,7 +42,7 @@ from api.security import authenticator, require
 from api.tenancy import scope_query, scope_turn, unscope_result
 from api.tuning import default_transcript_dirs, tuning_routes
 from api.tuning_page import tuning_page
-from engine.errors import (
+from engine.domain.errors import (
     BackendRejected,
     BackendUnavailable,
     Busy,
@@ -54,8 +54,7 @@ from engine.errors import (
     InvalidInput,
     NotFound,
 )
-from engine.jobs import FINISHED, JobQueue, JobState, JobStatus, write_job_id
-from engine.models import (
+from engine.domain.models import (
     AwareDatetime,
     CloseReport,
     CompactRecall,
@@ -66,6 +65,7 @@ from engine.models import (
     RecallResult,
     Turn,
 )
+from engine.jobs import FINISHED, JobQueue, JobState, JobStatus, write_job_id
 from engine.replay_runner import ReplayRunner, ThreadWorkers
 from engine.service import Engine
 from engine.tuning_store import TuningStore

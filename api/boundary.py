@@ -1,7 +1,8 @@
 """What the API promises at its boundary: the id parameters it validates and the errors it documents.
 
 Litestar ignores a pydantic ``Field`` inside ``Annotated`` on a handler's query and path parameters, so
-``engine.models.Identifier`` there would be neither checked nor documented: parameters use ``IdQuery``/``IdPath``.
+``engine.domain.models.Identifier`` there would be neither checked nor documented: parameters use
+``IdQuery``/``IdPath``.
 Litestar also documents a 400 with its own body for every handler with parameters, while the app answers
 validation errors with 422 problem details: every route declares its errors with ``problems``.
 
@@ -23,7 +24,7 @@ from litestar.serialization import decode_json, default_serializer, encode_json
 from litestar.types import Serializer
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.models import IDENTIFIER_MAX_CHARS, IDENTIFIER_PATTERN, CompactRecall, RecallDetail, RecallResult
+from engine.domain.models import IDENTIFIER_MAX_CHARS, IDENTIFIER_PATTERN, CompactRecall, RecallDetail, RecallResult
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -124,7 +125,7 @@ class RoundedJSON(Response[Any]):
 
 
 DetailQuery = Annotated[RecallDetail, QueryParameter(
-    description="compact (the default): what a character runtime reads (engine.models.CompactRecall: the context, "
+    description="compact (the default): what a character runtime reads (CompactRecall: the context, "
                 "the tone rules, each memory in brief, the mode that answered). full: the whole RecallResult, with "
                 "each memory's write-time trace, legs and score components and the recall's whole trace",
 )]

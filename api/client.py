@@ -1,6 +1,7 @@
 """A small typed client for character runtimes: ``ingest``, ``close_session`` and ``recall`` over HTTP.
 
-Requests and answers are the engine's own models (``engine.models``). ``recall`` answers a ``CompactRecall``: what
+Requests and answers are the engine's own models (``engine.domain.models``). ``recall`` answers a
+``CompactRecall``: what
 a runtime needs for the turn, ``context.system`` for the system message and ``context.tail`` beside the user's
 message, with the tone rules in force and each memory in brief; ``recall(query, detail="full")`` answers the whole
 ``RecallResult`` (every write-time trace, the score components, the recall's trace) for debugging and evaluation.
@@ -38,7 +39,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from engine.models import CloseReport, CompactRecall, IngestReport, RecallDetail, RecallQuery, RecallResult, Turn
+from engine.domain.models import CloseReport, CompactRecall, IngestReport, RecallDetail, RecallQuery, RecallResult, Turn
 
 __all__ = [
     "AsyncFeltsenseClient",
@@ -56,7 +57,7 @@ __all__ = [
 
 USER_AGENT = "feltsense-client/0.1.0"
 DEFAULT_RETRY_AFTER_S = 5
-"""Used when a 503 or a transport error carries no Retry-After: the service's own default (engine.errors)."""
+"""Used when a 503 or a transport error carries no Retry-After: the service's own default (engine.domain.errors)."""
 
 
 class FeltsenseAPIError(Exception):

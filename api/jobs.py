@@ -17,9 +17,9 @@ from arq.jobs import Job
 from arq.jobs import JobStatus as ArqStatus
 from redis.exceptions import RedisError
 
-from engine.errors import BackendUnavailable, ConfigurationError
+from engine.domain.errors import BackendUnavailable, ConfigurationError
+from engine.domain.models import CloseReport
 from engine.jobs import JobState, write_job_id
-from engine.models import CloseReport
 from engine.settings import Settings
 
 log = logging.getLogger("feltsense.jobs")

@@ -23,12 +23,12 @@ from api.auth import Principal, Role, scoped, unscoped
 from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, IdQuery, OptionalIdQuery, problems
 from api.security import OPERATOR_ROUTE, require
 from api.tenancy import unscope_memory
-from engine.errors import Forbidden, InvalidInput
+from engine.domain.errors import Forbidden, InvalidInput
+from engine.domain.models import ExtractedFact, Identifier, Memory, MemoryState, Partition, Scope
+from engine.domain.scopes import partition_for
 from engine.facts import FactWrite, stored_sentence
 from engine.ledger import AuditEvent, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, SweepReport
-from engine.models import ExtractedFact, Identifier, Memory, MemoryState, Partition, Scope
-from engine.scopes import partition_for
 from engine.service import Engine
 
 READ_ROLES: dict[Scope, tuple[Role, ...]] = {

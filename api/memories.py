@@ -16,9 +16,9 @@ from api.auth import Principal
 from api.boundary import AUTHENTICATED, CharacterQuery, DetailQuery, RoundedJSON, UserQuery, problems, recall_answer
 from api.security import require
 from api.tenancy import scope_partition, unscope_memory, unscope_result
-from engine.errors import InvalidInput
+from engine.domain.errors import InvalidInput
+from engine.domain.models import CompactRecall, Memory, MemoryState, RecallMode, RecallResult, Trace
 from engine.lifecycle import ErasureReceipt
-from engine.models import CompactRecall, Memory, MemoryState, RecallMode, RecallResult, Trace
 from engine.service import Engine, Found
 
 MAX_PAGE = 200

@@ -20,7 +20,7 @@ from api.auth import Principal
 from api.boundary import AUTHENTICATED, CharacterQuery, UserQuery, problems
 from api.security import require
 from api.tenancy import scope_partition
-from engine.models import Resolution
+from engine.domain.models import Resolution
 from engine.service import Engine
 
 

@@ -9,7 +9,7 @@ longer than a caller may send.
 from __future__ import annotations
 
 from api.auth import scoped, unscoped
-from engine.models import Memory, Partition, RecallQuery, RecallResult, Turn
+from engine.domain.models import Memory, Partition, RecallQuery, RecallResult, Turn
 
 
 def scope_turn(org: str, turn: Turn) -> Turn:

@@ -19,10 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.auth import Principal, scoped, unscoped
 from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, IdPath, Problem, problems
 from api.security import require
-from engine.recall import strength_params
-from engine.replay import ReplayComparison, Transcript, TranscriptInvalid, parse_transcript
-from engine.replay_runner import ReplayRunner
-from engine.tuning import (
+from engine.domain.tuning import (
     ContextParams,
     RetrievalParams,
     ScopeParams,
@@ -33,6 +30,9 @@ from engine.tuning import (
     TuningProfile,
     WriteParams,
 )
+from engine.recall import strength_params
+from engine.replay import ReplayComparison, Transcript, TranscriptInvalid, parse_transcript
+from engine.replay_runner import ReplayRunner
 from engine.tuning_store import TuningStore, TuningVersion
 
 MAX_TRANSCRIPT_CHARS = 500_000
@@ -96,7 +96,7 @@ class TuningDefaults(BaseModel):
 
 @cache
 def _presentation() -> tuple[tuple[TuningSectionInfo, ...], tuple[TunableConstant, ...]]:
-    """The sections and constants with their labels and help, read from ``engine.tuning``'s field metadata (a
+    """The sections and constants with their labels and help, read from ``engine.domain.tuning``'s field metadata (a
     constant of a new type, or without a label, fails here: every constant must be presentable)."""
     sections, constants = [], []
     for name, holder in TuningProfile.model_fields.items():
@@ -116,7 +116,7 @@ def _presentation() -> tuple[tuple[TuningSectionInfo, ...], tuple[TunableConstan
 def _shown(path: str, metadata: list[Any]) -> Shown:
     found = [rule for rule in metadata if isinstance(rule, Shown)]
     if not found:
-        raise TypeError(f"{path} has no label: give it a Shown in engine/tuning.py")
+        raise TypeError(f"{path} has no label: give it a Shown in engine/domain/tuning.py")
     return found[0]
 
 

@@ -34,7 +34,7 @@ from arq.typing import StartupShutdown, WorkerCoroutine
 from arq.worker import Function, Retry, Worker
 
 from api.jobs import WRITE_RESULT_KEPT_S, WRITE_SESSION, check_shared_store, redis_settings
-from engine.errors import BackendUnavailable, ConfigurationError
+from engine.domain.errors import BackendUnavailable, ConfigurationError
 from engine.factory import build_engine
 from engine.service import Engine
 from engine.settings import Settings

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from engine.errors import ConfigurationError
+from engine.domain.errors import ConfigurationError
+from engine.domain.ports import Classifier, Embedder, MemoryStore
+from engine.domain.tuning import ProfileSource
 from engine.ledger import Ledger
-from engine.ports import Classifier, Embedder, MemoryStore
 from engine.service import Engine
 from engine.settings import Settings
-from engine.tuning import ProfileSource
 
 
 def _mistral_key(settings: Settings) -> str:

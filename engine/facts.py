@@ -1,6 +1,6 @@
 """Atomic facts: written with supersession, deduplicated by content, gated by a role x scope matrix.
 
-A fact is a memory of kind ``fact`` in the partition of its scope (``engine.scopes``), so it is found by the
+A fact is a memory of kind ``fact`` in the partition of its scope (``engine.domain.scopes``), so it is found by the
 same hybrid search and ranked by the same scorer as everything else. What makes it a fact is its slot,
 ``(subject, relation)``, and its content hash: within one partition (so the scope and the user are part of
 the key), a new fact on a slot revokes the active one and points it to its replacement in the same store step,
@@ -24,9 +24,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import Forbidden, InvalidInput, NotFound
-from engine.ledger import Ledger, partition_key
-from engine.models import (
+from engine.domain.errors import Forbidden, InvalidInput, NotFound
+from engine.domain.models import (
     ExtractedFact,
     FactInfo,
     Memory,
@@ -37,9 +36,10 @@ from engine.models import (
     Status,
     StrengthSignals,
 )
-from engine.ports import Embedder, MemoryStore
-from engine.scopes import partition_for
-from prompts.wording import ended_value, fact_sentence
+from engine.domain.ports import Embedder, MemoryStore
+from engine.domain.scopes import partition_for
+from engine.domain.vocabulary import ended_value, fact_sentence
+from engine.ledger import Ledger, partition_key
 from traces.facts import well_formed
 
 log = logging.getLogger("feltsense.facts")

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from engine.models import Partition
+from engine.domain.models import Partition
 
 
 class VisibilityGate:

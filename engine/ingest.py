@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import Conflict, Gone, InvalidInput
-from engine.models import IngestReport, Memory, Trace, TraceStatus, Turn
-from engine.ports import Embedder, MemoryStore
+from engine.domain.errors import Conflict, Gone, InvalidInput
+from engine.domain.models import IngestReport, Memory, Trace, TraceStatus, Turn
+from engine.domain.ports import Embedder, MemoryStore
 
 log = logging.getLogger("feltsense.ingest")
 

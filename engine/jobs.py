@@ -28,8 +28,8 @@ from typing import Literal, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.errors import BackendUnavailable
-from engine.models import CloseReport
+from engine.domain.errors import BackendUnavailable
+from engine.domain.models import CloseReport
 from engine.service import Engine
 
 log = logging.getLogger("feltsense.jobs")

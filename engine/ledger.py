@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.errors import BackendUnavailable, InvalidInput, NotFound
-from engine.models import MemoryState, Resolution
+from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
+from engine.domain.models import MemoryState, Resolution
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (

@@ -25,14 +25,14 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.errors import InvalidInput, NotFound
+from engine.domain.errors import InvalidInput, NotFound
+from engine.domain.models import Memory, MemoryState, Partition, TraceStatus
+from engine.domain.ports import MemoryStore
+from engine.domain.text import terms
+from engine.domain.tuning import ProfileSource
 from engine.facts import FactService
 from engine.ledger import Ledger, ReviewItem, partition_key
-from engine.models import Memory, MemoryState, Partition, TraceStatus
-from engine.ports import MemoryStore
 from engine.recall import strengths
-from engine.text import terms
-from engine.tuning import ProfileSource
 
 log = logging.getLogger("feltsense.lifecycle")
 MAX_QUERY_KINDS = 32

@@ -21,8 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from engine.facts import current
-from engine.models import (
+from engine.domain.models import (
     Candidate,
     Memory,
     MemoryKind,
@@ -40,11 +39,12 @@ from engine.models import (
     TraceStatus,
     WindowTurn,
 )
-from engine.ports import Embedder, MemoryStore, ToneCandidates
+from engine.domain.ports import Embedder, MemoryStore, ToneCandidates
+from engine.domain.scopes import CANON, partition_for, visible
+from engine.domain.text import anchor_key, matched_anchors, terms
+from engine.domain.tuning import ProfileSource, TuningProfile
+from engine.facts import current
 from engine.retrieval import Query, Ranked, query_vector, rank, weighted_terms
-from engine.scopes import CANON, partition_for, visible
-from engine.text import anchor_key, matched_anchors, terms
-from engine.tuning import ProfileSource, TuningProfile
 from prompts.context import Budget, assemble
 from prompts.tokens import TokenCounter, default_counter
 from prompts.wording import anniversary_years_ago, tone_instruction

@@ -36,9 +36,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from engine.errors import InvalidInput
-from engine.ledger import Ledger
-from engine.models import (
+from engine.domain.errors import InvalidInput
+from engine.domain.models import (
     REGISTERS,
     WINDOW_MAX_TURNS,
     Identifier,
@@ -49,14 +48,15 @@ from engine.models import (
     Turn,
     WindowTurn,
 )
-from engine.ports import Classifier, Embedder
+from engine.domain.ports import Classifier, Embedder
+from engine.domain.tuning import ProfileSource, TuningProfile
+from engine.ledger import Ledger
 from engine.service import Engine
-from engine.tuning import ProfileSource, TuningProfile
 
 FORMAT_VERSION = 1
 DEFAULT_TURN_GAP = timedelta(seconds=30)
 MAX_TEXT_CHARS = 20_000
-"""The engine's limit on a turn's text (``engine.models.Turn.text``)."""
+"""The engine's limit on a turn's text (``engine.domain.models.Turn.text``)."""
 MAX_ID_CHARS = 150
 """Leaves room under the engine's 200-character identifiers for the derived ``:s<n>:t<n>`` suffixes."""
 

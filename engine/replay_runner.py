@@ -44,12 +44,12 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import BackendUnavailable, Busy, FeltsenseError, InvalidInput
+from engine.domain.errors import BackendUnavailable, Busy, FeltsenseError, InvalidInput
+from engine.domain.ports import Classifier, Embedder, TraceClassification
+from engine.domain.tuning import TuningProfile
 from engine.factory import build_classifier, build_embedder
-from engine.ports import Classifier, Embedder, TraceClassification
 from engine.replay import MAX_REPLAY_TURNS, ReplayComparison, Transcript, compare_profiles
 from engine.settings import Settings
-from engine.tuning import TuningProfile
 
 log = logging.getLogger("feltsense.replays")
 

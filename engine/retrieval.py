@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.models import Candidate, Leg, Tier
-from engine.ports import LegScores
-from engine.text import terms
-from engine.tuning import RetrievalParams
+from engine.domain.models import Candidate, Leg, Tier
+from engine.domain.ports import LegScores
+from engine.domain.text import terms
+from engine.domain.tuning import RetrievalParams
 from scoring.fusion import TIER_HIGH, TIER_LOW, TIER_STANDARD, StageOneParams, bm25_normalised, stage_one
 
 TIERS: dict[int, Tier] = {TIER_LOW: "low", TIER_STANDARD: "standard", TIER_HIGH: "high"}

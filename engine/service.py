@@ -10,13 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from engine.errors import InvalidInput, NotFound
-from engine.facts import Actor, FactService, FactWrite
-from engine.gate import VisibilityGates
-from engine.ingest import Ingestor
-from engine.ledger import Ledger, ReviewItem, partition_key
-from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
-from engine.models import (
+from engine.domain.errors import InvalidInput, NotFound
+from engine.domain.models import (
     CloseReport,
     ExtractedFact,
     IngestReport,
@@ -34,11 +29,16 @@ from engine.models import (
     TraceStatus,
     Turn,
 )
-from engine.ports import Classifier, Embedder, MemoryStore
+from engine.domain.ports import Classifier, Embedder, MemoryStore
+from engine.domain.scopes import partition_for, visible
+from engine.domain.tuning import ProfileSource
+from engine.facts import Actor, FactService, FactWrite
+from engine.gate import VisibilityGates
+from engine.ingest import Ingestor
+from engine.ledger import Ledger, ReviewItem, partition_key
+from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
 from engine.recall import Recaller, strengths
 from engine.retrieval import Query, lexical_query, query_vector, rank
-from engine.scopes import partition_for, visible
-from engine.tuning import ProfileSource
 from engine.writer import TraceWriter
 from traces.facts import AUTO_ACTIVE_RELATIONS
 
@@ -361,7 +361,7 @@ class Engine:
     def sweep(self, *, namespace: str | None = None) -> SweepReport:
         """The nightly job: usage folded in, interrupted supersessions finished, decayed memories archived,
         consolidation proposals filed to the review queue. With ``namespace`` (an organisation's prefix as the
-        API scopes ids, ``"acme:"``; see ``engine.scopes``) only the partitions and levels whose character id
+        API scopes ids, ``"acme:"``; see ``engine.domain.scopes``) only the partitions and levels whose character id
         carries it; without, every one."""
         known = [(c, u) for c, u in self.ledger.partitions() if namespace is None or c.startswith(namespace)]
         partitions = [Partition(character_id=c, user_id=u) for c, u in known]

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from engine.errors import Conflict, InvalidInput
-from engine.tuning import ProfileSource, TuningProfile
+from engine.domain.errors import Conflict, InvalidInput
+from engine.domain.tuning import ProfileSource, TuningProfile
 
 log = logging.getLogger("feltsense.tuning")
 

@@ -20,14 +20,14 @@ from datetime import datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import NotFound
+from engine.domain.errors import NotFound
+from engine.domain.models import CloseReport, Memory, MemoryKind, Partition, Resolution, Trace, TraceStatus
+from engine.domain.ports import Classifier, Embedder, MemoryStore
+from engine.domain.scopes import partition_for
+from engine.domain.tuning import ProfileSource, TuningProfile
 from engine.facts import FactService, ends_another
 from engine.ledger import Ledger, partition_key
-from engine.models import CloseReport, Memory, MemoryKind, Partition, Resolution, Trace, TraceStatus
-from engine.ports import Classifier, Embedder, MemoryStore
 from engine.recall import stage_two_params
-from engine.scopes import partition_for
-from engine.tuning import ProfileSource, TuningProfile
 from scoring.rerank import salience_for
 from traces.anchors import lookup_words
 from traces.facts import ends_slot, extract

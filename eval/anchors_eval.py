@@ -253,7 +253,7 @@ def load(path: Path = LABELLED, data: Path = DEFAULT_DATA) -> list[Example]:
 
 def own_anchors_v1(texts: Sequence[str], exclude: Sequence[str]) -> list[str]:
     """What v1 gives the last turn of a session before pronoun inheritance (its ``memory_anchors``, less that)."""
-    from engine.text import stem, words
+    from engine.domain.text import stem, words
     from eval.baselines import anchors_v1
 
     present = set(words(texts[-1]))

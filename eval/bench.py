@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.domain.models import RecallQuery, Turn, WindowTurn
+from engine.domain.ports import Classifier, Embedder
 from engine.factory import build_classifier, build_embedder, build_engine
-from engine.models import RecallQuery, Turn, WindowTurn
-from engine.ports import Classifier, Embedder
 from engine.service import Engine
 from engine.settings import Settings
 from scoring.reference import stage_two_reference
@@ -78,8 +78,8 @@ def _as_lists(case: ScorerCase) -> ListCase:
 
 def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
     """Stage two, 40 -> 6, against the plain-Python reference (which must rank identically)."""
+    from engine.domain.tuning import TuningProfile
     from engine.recall import stage_two_params
-    from engine.tuning import TuningProfile
 
     params: StageTwoParams = stage_two_params(TuningProfile())
     rng = np.random.default_rng(seed)
@@ -117,9 +117,9 @@ def _engine_stage_two_samples(iterations: int, seed: int) -> list[float]:
     (which reads the contenders' vectors from an embedded store), 6 results."""
     from engine.adapters.embedded_store import EmbeddedStore
     from engine.adapters.hashing_embedder import HashingEmbedder
-    from engine.models import Candidate, Leg, Memory, MemoryKind, Trace, TraceStatus
+    from engine.domain.models import Candidate, Leg, Memory, MemoryKind, Trace, TraceStatus
+    from engine.domain.tuning import ProfileSource
     from engine.recall import Recaller
-    from engine.tuning import ProfileSource
 
     rng = random.Random(seed)
     start = datetime(2025, 1, 1, tzinfo=UTC)

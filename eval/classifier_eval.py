@@ -8,7 +8,7 @@ engine's default, the frozen v1 and VADER). The sets, their readers and their la
 - valence: Pearson r with the human valence, where the set has one (EmoBank; MELD's sentiment, -1/0/+1);
 - intensity: Pearson r with the human intensity, where the set has one (ESConv, ISEAR).
 
-How a classifier is called: exactly as the engine calls ``engine.ports.Classifier.classify`` at write time, once
+How a classifier is called: exactly as the engine calls ``engine.domain.ports.Classifier.classify`` at write time, once
 per session with that session's turns in order and their embeddings, so a classifier that reads context sees it.
 Sentence sets are sessions of one turn. A label on a whole session (ESConv, EmpatheticDialogues) is scored on the
 session's most intense turn (ties: the first), the memory that conversation's feeling will be recalled through.
@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.models import REGISTERS
+from engine.domain.models import REGISTERS
 from eval.emotion_sets import OTHER, SETS, SKIPPED, EmotionSet, Gold, load_set
 from traces.classifier import DEFAULT_WEIGHTS_PATH as V1_DEFAULT_WEIGHTS
 from traces.classifier import VaderFeatures
@@ -46,7 +46,7 @@ stays comparable after v2 became the default."""
 
 
 class Reading(Protocol):
-    """What scoring reads of one turn's classification (``engine.ports.TraceClassification`` has more)."""
+    """What scoring reads of one turn's classification (``engine.domain.ports.TraceClassification`` has more)."""
 
     @property
     def register(self) -> str: ...

@@ -198,7 +198,7 @@ def _add_worker(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def handle_worker(args: argparse.Namespace, runtime: Runtime) -> int:
     from api.worker import run
-    from engine.errors import ConfigurationError
+    from engine.domain.errors import ConfigurationError
     from engine.settings import Settings
 
     try:

@@ -1,6 +1,7 @@
 """Readers for the emotion-labelled evaluation sets in ``../shared/data``, as *sessions* the classifier is called on.
 
-The write-time classifier (``engine.ports.Classifier``) is called once per closed session with that session's user
+The write-time classifier (``engine.domain.ports.Classifier``) is called once per closed session with that session's
+user
 turns in order, so a classifier may read the earlier turns as context. Every reader here returns its set in that
 shape: a list of ``Session``, each the ordered turns of *one* speaker, with gold labels on the turns (or on the
 session) they apply to. ``eval.classifier_eval`` scores them.
@@ -14,7 +15,7 @@ session) they apply to. ``eval.classifier_eval`` scores them.
   memory of the conversation is what recall and the tone rules will carry, so that is the reading that must be
   right.
 
-Labels are mapped to ``engine.models.REGISTERS`` by one table per set (below, following the hints in
+Labels are mapped to ``engine.domain.models.REGISTERS`` by one table per set (below, following the hints in
 ``../shared/data/README.md``). A label maps to a register; to ``OTHER`` (EmoContext's *others*: explicitly "none of
 the scored registers", so a classifier that reads joy, sadness or anger into such a turn is wrong, and anything
 else is right); or to ``None``: ambiguous, the turn stays in its session as context but is not scored.
@@ -41,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from engine.models import REGISTERS
+from engine.domain.models import REGISTERS
 from eval.train_classifier import GOEMOTIONS_TO_REGISTER, SYNTHETIC_GRIEF_CHECK
 
 OTHER = "other"

@@ -44,16 +44,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.models import ExtractedFact
-from eval.baselines import facts_v1
-from eval.locomo import split_evidence
-from prompts.wording import (
+from engine.domain.models import ExtractedFact
+from engine.domain.vocabulary import (
     ALLERGY_KINDS,
     OPINION_STANCES,
     PREFERENCE_SUBJECT_TEMPLATES,
     TASTE_STANCES,
     ended_value,
 )
+from eval.baselines import facts_v1
+from eval.locomo import split_evidence
 from traces import facts as facts_v2
 
 Extractor = Callable[[str], Sequence[ExtractedFact]]

@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.domain.text import terms
 from engine.retrieval import Query, lexical_query, rank
 from engine.retrieval import query_vector as to_query_vector
-from engine.text import terms
 from scoring.fusion import bm25, bm25_idf
 
 if TYPE_CHECKING:
-    from engine.ports import Classifier, Embedder
+    from engine.domain.ports import Classifier, Embedder
     from engine.service import Engine
 
 KS = (1, 5, 6, 10)
@@ -286,7 +286,8 @@ def top_k(scores: NDArray[np.float64], k: int, *, positive_only: bool = False) -
 
 
 class Bm25Index:
-    """Plain BM25 over a fixed list of texts, tokenised as the engine's lexical leg tokenises (``engine.text``)."""
+    """Plain BM25 over a fixed list of texts, tokenised as the engine's lexical leg tokenises
+    (``engine.domain.text``)."""
 
     def __init__(self, texts: Sequence[str], *, k1: float, b: float) -> None:
         self._k1, self._b = k1, b
@@ -356,7 +357,7 @@ def work_units(conversations: Sequence[Conversation]) -> int:
 def _ingest(engine: Engine, conversation: Conversation, progress: Progress | None) -> None:
     """Both speakers as user turns of one user; each LoCoMo session an engine session, closed when it ends so
     the write-time pass writes traces and facts."""
-    from engine.models import Turn
+    from engine.domain.models import Turn
 
     for session in conversation.sessions:
         session_id = f"{conversation.sample_id}.s{session.number}"
@@ -375,8 +376,8 @@ def evaluate_conversation(
     engine: Engine, conversation: Conversation, progress: Progress | None = None
 ) -> dict[str, list[Scored]]:
     """Ingest one conversation into an empty ``engine`` and score every question under every method."""
+    from engine.domain.models import Partition, RecallQuery
     from engine.ingest import memory_id_for
-    from engine.models import Partition, RecallQuery
 
     _ingest(engine, conversation, progress)
     dia_ids = [turn.dia_id for session in conversation.sessions for turn in session.turns]

@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.models import (
+from engine.domain.models import (
     Memory,
     MemoryKind,
     RecalledMemory,
@@ -31,8 +31,8 @@ from engine.models import (
     Trace,
     TraceStatus,
 )
+from engine.domain.tuning import TuningProfile
 from engine.recall import stage_two_params, standing_bar
-from engine.tuning import TuningProfile
 from eval.transcripts import Probe, ProbeResult, RunReport, TranscriptRun
 from scoring.rerank import salience_for
 

@@ -52,7 +52,7 @@ import httpx
 
 from api.auth import DEV_KEY_FILE
 from api.client import AsyncFeltsenseClient, FeltsenseAPIError, FeltsenseClient
-from engine.models import CloseReport, RecallQuery, Turn
+from engine.domain.models import CloseReport, RecallQuery, Turn
 from eval.bench import QUERIES, synthetic_turns
 
 CHARACTER = "bench-ava"

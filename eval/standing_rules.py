@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from eval.locomo import CHARACTER_ID, Conversation, Progress, _ingest, load
 
 if TYPE_CHECKING:
-    from engine.ports import Classifier, Embedder
+    from engine.domain.ports import Classifier, Embedder
     from engine.service import Engine
 
 PROBE_MESSAGE = "Hi! How have you been?"
@@ -35,7 +35,7 @@ def _clip(text: str, limit: int = TEXT_CHARS) -> str:
 
 def conversation_rules(engine: Engine, conversation: Conversation, progress: Progress | None = None) -> dict[str, Any]:
     """Ingest one conversation into an empty ``engine``; the standing rules (and resolutions) at its end."""
-    from engine.models import Partition, RecallQuery
+    from engine.domain.models import Partition, RecallQuery
 
     _ingest(engine, conversation, progress)
     result = engine.recall(RecallQuery(character_id=CHARACTER_ID, user_id=conversation.sample_id,

@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.tuning import ToneParams
+from engine.domain.tuning import ToneParams
 from traces.write_pass import sentences
 
 if TYPE_CHECKING:
-    from engine.ports import Classifier
+    from engine.domain.ports import Classifier
     from eval.train_classifier import FeatureBuilder
 
 STANDING_PRECISION = 0.9

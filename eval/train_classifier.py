@@ -47,7 +47,7 @@ import scipy.sparse as sp  # type: ignore[import-untyped]
 from numpy.typing import NDArray
 
 from engine.adapters.onnx_embedder import MODEL_ID, OnnxEmbedder
-from engine.models import REGISTERS
+from engine.domain.models import REGISTERS
 from traces.classifier import (
     AFFECT_EXPONENT,
     EMBEDDING_DIMENSION,

@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp  # type: ignore[import-untyped]
 from numpy.typing import NDArray
 
-from engine.models import REGISTERS
+from engine.domain.models import REGISTERS
 from eval.train_classifier import (
     GOEMOTIONS_TO_REGISTER,
     GRIEF_WEIGHT,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
-from engine.models import Memory, Partition, Trace
+from engine.domain.models import Memory, Partition, Trace
 
 # Re-exported: the runner's callers and tests import these from here.
 from engine.replay import DEFAULT_TURN_GAP as DEFAULT_TURN_GAP
@@ -40,8 +40,8 @@ from engine.replay import recall_summary as recall_summary
 from engine.replay import replay as replay
 
 if TYPE_CHECKING:
+    from engine.domain.tuning import ProfileSource, TuningProfile
     from engine.settings import Settings
-    from engine.tuning import ProfileSource, TuningProfile
 
 TRANSCRIPT_SUFFIXES = (".yaml", ".yml", ".json")
 

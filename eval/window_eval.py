@@ -57,10 +57,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from engine.models import RecallResult
-    from engine.ports import Classifier, Embedder, TraceClassification
+    from engine.domain.models import RecallResult
+    from engine.domain.ports import Classifier, Embedder, TraceClassification
+    from engine.domain.tuning import TuningProfile
     from engine.service import Engine
-    from engine.tuning import TuningProfile
     from eval.locomo import Progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -276,7 +276,7 @@ def esconv_cases(
     with at least ``min_words`` words, each with every line before it as the window. A dialogue without a
     situation or without a usable cut has no case.
     """
-    from engine.models import WINDOW_MAX_TURNS
+    from engine.domain.models import WINDOW_MAX_TURNS
 
     situations = [str(row.get("situation") or "").strip() for row in rows]
     problems = [str(row.get("problem_type") or "") for row in rows]
@@ -439,7 +439,7 @@ def _group_order(item: tuple[str, Any]) -> tuple[int, str]:
 
 
 def _query_window(probe: Probe) -> tuple[Any, ...]:
-    from engine.models import WINDOW_MAX_TURNS, WindowTurn
+    from engine.domain.models import WINDOW_MAX_TURNS, WindowTurn
 
     return tuple(WindowTurn(role=role, text=text) for role, text in probe.window[-WINDOW_MAX_TURNS:])
 
@@ -451,7 +451,7 @@ def _turn_id(user: str, key: str) -> str:
 def ingest(engine: Engine, cases: Sequence[Case], progress: Progress | None = None) -> None:
     """Each case's memories as user turns of its user, each its own session (in one ingest batch per user), then
     every session closed at the memory's time plus a minute, oldest first, so the write-time pass runs."""
-    from engine.models import Turn
+    from engine.domain.models import Turn
 
     for case in cases:
         ordered = sorted(case.memories, key=lambda m: m.at)
@@ -494,7 +494,7 @@ class _Credits:
 
 
 def _recall(engine: Engine, case: Case, probe: Probe, window: tuple[Any, ...]) -> RecallResult:
-    from engine.models import RecallQuery
+    from engine.domain.models import RecallQuery
 
     return engine.recall(RecallQuery(character_id=CHARACTER_ID, user_id=case.user, message=probe.message,
                                      window=window, at=probe.at, limit=LIMIT))
@@ -593,9 +593,9 @@ def run(
     """Ingest ``cases`` into one fresh embedded engine (a temporary data directory, the given models wrapped in
     memo caches), score every probe under ``methods`` with ``profile`` (the defaults when None), and, with
     ``sweep``, run it on the same engine afterwards (its rows go under ``"sweep"``)."""
+    from engine.domain.tuning import ProfileSource, TuningProfile
     from engine.factory import build_engine
     from engine.settings import Settings
-    from engine.tuning import ProfileSource, TuningProfile
     from eval.bench import MemoEmbedder
 
     profiles = ProfileSource()
@@ -635,7 +635,7 @@ def run(
 
 def sweep_profiles(base: TuningProfile | None = None) -> list[tuple[dict[str, float | int], TuningProfile]]:
     """The grid of ``SWEEP_GRID`` over ``base`` (the defaults): (setting, profile) pairs, in grid order."""
-    from engine.tuning import RetrievalParams, TuningProfile
+    from engine.domain.tuning import RetrievalParams, TuningProfile
 
     base = base or TuningProfile()
     out = []

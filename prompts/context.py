@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from engine.models import AssembledContext, ContextTrace, Memory, RecalledMemory, ToneConstraint
+from engine.domain.models import AssembledContext, ContextTrace, Memory, RecalledMemory, ToneConstraint
+from engine.domain.vocabulary import fact_sentence, quote
 from prompts.tokens import TokenCounter, cut_at_paragraph, fit
 from prompts.wording import (
     CANON_HEADER,
@@ -34,8 +35,6 @@ from prompts.wording import (
     TONE_HEADER,
     TRUNCATED_MARK,
     age_in_words,
-    fact_sentence,
-    quote,
 )
 
 # The order the user's facts are listed in: what can hurt first (allergies, diet), then tastes in food and drink,

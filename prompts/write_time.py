@@ -25,9 +25,8 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from engine.models import REGISTERS, ExtractedFact, Register
-from traces.facts import RELATIONS, Relation
-from traces.resolution import RESOLUTION_KINDS, ResolutionKind
+from engine.domain.models import REGISTERS, ExtractedFact, Register
+from engine.domain.vocabulary import RELATIONS, RESOLUTION_KINDS, Relation, ResolutionKind
 
 PROMPT_VERSION = "4"
 """Bump when the wording, the schema or the scales change: it is written into every trace the prompt classifies."""
@@ -38,14 +37,14 @@ MAX_RESOLVES = 20
 
 Anchor = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 Fact = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=300)]
-# The bounds of engine.models.ExtractedFact, so a valid answer always makes a valid fact.
+# The bounds of engine.domain.models.ExtractedFact, so a valid answer always makes a valid fact.
 Subject = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=120)]
 Value = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
 
 @dataclass(frozen=True)
 class ModelClassification:
-    """One memory's classification as the engine takes it (``engine.ports.TraceClassification``): the facts as
+    """One memory's classification as the engine takes it (``engine.domain.ports.TraceClassification``): the facts as
     sentences, which the trace keeps, and as structured facts in ``extracted``, which fill slots."""
 
     register: str

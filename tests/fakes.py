@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.models import ExtractedFact
+from engine.domain.models import ExtractedFact
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine.models import Turn
+from engine.domain.models import Turn
 
 T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
 CLOSED_AT = T0 + timedelta(minutes=10)

@@ -2,7 +2,7 @@
 
 The dog's name is a stronger retrieval key than any summary about the dog (seed 004), so anchors are extracted
 at write time, when the whole session is available, and matched at read time against the user's message
-(``engine.text.matched_anchors``: an anchor matches when all of its words are in the message, so "Copper Kettle"
+(``engine.domain.text.matched_anchors``: an anchor matches when all of its words are in the message, so "Copper Kettle"
 matches "back at the Copper Kettle", and not "a copper pan").
 
 What counts as an anchor in a session's user turns, as the user wrote it:
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from engine.text import STOPWORDS, stem
-from prompts.wording import INSTRUCTION_WORDS
+from engine.domain.text import STOPWORDS, stem
+from engine.domain.vocabulary import INSTRUCTION_WORDS
 
 VOCABULARY_PATH = Path(__file__).parent / "data" / "vocabulary.tsv"
 

@@ -54,8 +54,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import ConfigurationError
-from engine.models import REGISTERS, ExtractedFact
+from engine.domain.errors import ConfigurationError
+from engine.domain.models import REGISTERS, ExtractedFact
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).parent / "data" / "classifier.npz"
 FORMAT = "feltsense-classifier-v1"
@@ -95,7 +95,7 @@ _ARRAYS: dict[str, int] = {
 
 @dataclass(frozen=True)
 class Classification:
-    register: str  # one of engine.models.REGISTERS
+    register: str  # one of engine.domain.models.REGISTERS
     valence: float  # [-1, 1]
     intensity: float  # [0, 1]
     register_scores: dict[str, float]  # probability per register

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.models import Turn
-from engine.text import words
+from engine.domain.models import Turn
+from engine.domain.text import words
 
 LENGTH_WEIGHT, LATENCY_WEIGHT, QUESTION_WEIGHT = 0.4, 0.3, 0.3
 LATENCY_HALF_SCORE_S = 120.0  # a reply after two minutes scores 0.5

@@ -5,7 +5,7 @@ pass keeps the sentences in the trace and the lexical index learns their words, 
 to Lisbon" even though the user never said "live". The sentence is the server's template for the triple
 (``prompts.wording.fact_sentence``, the same for facts written over the API), never the user's wording. The triple
 names a slot, ``(subject, relation)``, so a later fact on the same slot can supersede an earlier one (see
-``engine.models.ExtractedFact``).
+``engine.domain.models.ExtractedFact``).
 
 Precision matters more than recall: a wrong fact is recalled as if the user had said it, a missing one is only a
 missed chance. So every pattern is anchored on a first-person statement ("I live in", "I'm a nurse", "my dog's
@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.models import ExtractedFact
-from prompts.wording import (
+from engine.domain.models import ExtractedFact
+from engine.domain.vocabulary import (
     ALLERGY_KINDS,
     ENDED,
     GRADUATED_FROM,
@@ -47,67 +47,11 @@ from prompts.wording import (
     OPINION_STANCES,
     RELATIONSHIP_STATUSES,
     TASTE_STANCES,
+    Relation,
     ended_value,
     fact_sentence,
 )
 
-Relation = Literal[
-    "lives_in", "hometown", "works_at", "occupation", "name", "opinion", "diet", "allergy", "birthday", "routine",
-    "studies_at", "relationship", "lives_with", "preference", "taste", "favourite", "has", "hobby", "activity",
-    "died",
-]
-
-RELATIONS: dict[Relation, str] = {
-    "lives_in": 'where someone lives now. Subject "user", or "user\'s <role>" for a family member ("user\'s '
-                'sister"). Value the place as said, capitalised, without "the" ("Lisbon"). A move supersedes; '
-                '"no longer <place>" when they say they left it ("no longer Paris").',
-    "hometown": 'where the user is from, grew up or was born. Subject "user". Value the place ("Porto").',
-    "works_at": 'who someone works for now. Subject "user" or "user\'s <role>". Value the employer\'s name '
-                '("Google", "NHS"); an unnamed workplace ("a café") is not a value. A new job supersedes; "no '
-                'longer <employer>" when they left it, "left their job" when they left one they did not name.',
-    "occupation": 'the user\'s job now. Subject "user". Value the job, lower case, without the article '
-                  '("primary school teacher"), "retired", or "no longer <job>" ("no longer nurse").',
-    "name": 'a name. Subject "user" for the user\'s own, or "user\'s <role>" for a pet or a person in their '
-            'life ("user\'s dog", "user\'s little brother"); value the name as said ("Luna"). Roles most people '
-            'have several of (friend, colleague, cousin, "my kids") are not slots: a second friend would '
-            'supersede the first.',
-    "opinion": 'a like or dislike of anything but food and drink (see taste). Subject the thing, lower case '
-               '("jazz", "user\'s job"); value the stance ("loves", "likes", "hates", "can\'t stand", "doesn\'t '
-               'like", "is a fan of", "prefers"). Multi-valued through the subject: two likes never supersede '
-               'each other; "I hate jazz now" supersedes "I love jazz".',
-    "diet": 'how the user eats. Subject "user". Value "vegetarian", "vegan", "pescatarian", "kosher", '
-            '"no meat"..., or "no longer <diet>" ("no longer vegetarian").',
-    "allergy": 'a food or substance the user must avoid. Subject the allergen, lower case and singular '
-               '("peanut"); value "allergic", "intolerant", "can\'t eat" or "coeliac".',
-    "birthday": 'a birthday. Subject "user" or "user\'s <role>". Value the calendar date as said ("3 May", '
-                '"14th of February", "June"); a relative date ("today", "next week") is not a value.',
-    "routine": 'a habit. Subject the activity ("running", "calling their mum"); value when or how ("every '
-               'morning").',
-    "studies_at": 'the school, college or university someone attends now. Subject "user" or "user\'s <role>". '
-                  'Value its name as said ("Leeds University"); "graduated" or "graduated from <name>" when they '
-                  'finished, "no longer <name>" when they left.',
-    "relationship": 'the user\'s relationship status now. Subject "user". Value one of "single", "in a '
-                    'relationship", "engaged", "married", "separated", "divorced", "widowed", "broken up".',
-    "lives_with": 'who the user lives with now. Subject "user". Value a name as said ("Sam"), "their <role>" '
-                  '("their parents"), "alone", or "no longer <who>".',
-    "preference": 'how the user has a food or drink, or what they usually order. Subject the food or drink, lower '
-                  'case ("coffee", "tea", "steak"), or "usual order", "usual drink", "usual coffee order"; value '
-                  'how or what ("with oat milk and one sugar", "black", "a flat white").',
-    "taste": 'a like or dislike of a food or drink. Subject the food or drink, lower case ("coriander", "sushi", '
-             '"alcohol"); value the stance, as for opinion, or "doesn\'t drink".',
-    "favourite": 'the user\'s favourite of a kind of thing. Subject the kind, lower case ("film", "fantasy '
-                 'novel", "food"); value the favourite as said ("Star Wars").',
-    "hobby": 'an activity the user takes part in: a sport, an instrument, a game, a craft. Subject the activity, '
-             'lower case ("guitar", "basketball", "yoga", "surfing"); value "plays" or "does".',
-    "activity": 'what the user is busy with these days: a project, volunteering, training. Subject the activity '
-                'as said, lower case ("volunteering at the shelter", "working on their novel"); value how it was '
-                'said ("still", "these days", "lately", "for two months").',
-    "died": 'a person or animal in the user\'s life who has died. Subject "user\'s <role>" ("user\'s dog", '
-            '"user\'s grandmother"); value their name as said ("Luna"), or "died" when no name was said. The '
-            'prefix reads "The user\'s dog, Luna, has died."',
-    "has": 'pets or children the user has. Subject the kind, singular ("dog", "cat", "child"); value how many '
-           'as said ("a dog", "two cats", "three kids", "no kids").',
-}
 """The relations the extractor (and the write-time prompt) may use, each with its subject and value conventions."""
 
 # System-extracted facts on these relations land active; the others land provisional, waiting for review.

@@ -34,30 +34,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.text import anchor_key, matched_anchors, terms
-
-ResolutionKind = Literal["none", "test_result", "false_alarm", "apology", "reconciliation", "good_outcome",
-                         "problem_solved", "found_safe", "no_longer_worried", "relief"]
-"""What a model-backed classifier may say a memory resolves by (``prompts.write_time``); "none": it does not."""
-
-# Kinds of resolution: the fixed vocabulary a cue is recorded with (no user text is stored as the cue).
-RESOLUTION_KINDS: dict[str, str] = {
-    "test_result": "the result came back fine",
-    "false_alarm": "a false alarm",
-    "apology": "an apology",
-    "reconciliation": "made up",
-    "good_outcome": "it worked out",
-    "problem_solved": "sorted",
-    "found_safe": "found safe",
-    "no_longer_worried": "no longer worried",
-    "relief": "relief",
-}
-assert set(RESOLUTION_KINDS) == set(get_args(ResolutionKind)) - {"none"}, "ResolutionKind and RESOLUTION_KINDS differ"
+from engine.domain.text import anchor_key, matched_anchors, terms
+from engine.domain.vocabulary import RESOLUTION_KINDS
 
 _RESULT_NOUN = r"(?:results?|scans?|tests?|biopsy|bloods?|blood ?work|mri|x-?rays?|mammogram|lump|tumou?r|screening)"
 _FINE = r"(?:all )?(?:clear|fine|normal|negative|benign|ok|okay|good|clean)"
@@ -168,7 +150,7 @@ class Link:
 
 
 def common_terms(texts: Sequence[str], *, share: float = 0.3, minimum: int = 20) -> frozenset[str]:
-    """Index terms (``engine.text.terms``) found in more than ``share`` of ``texts`` (the user's memories) once
+    """Index terms (``engine.domain.text.terms``) found in more than ``share`` of ``texts`` (the user's memories) once
     there are at least ``minimum`` of them: a name most memories carry (the user's own, a speaker label such as
     "Caroline:") links nothing. A young partition has none: its few memories are all about the same few things."""
     if len(texts) < minimum:

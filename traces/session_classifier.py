@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import ConfigurationError
-from engine.models import REGISTERS
+from engine.domain.errors import ConfigurationError
+from engine.domain.models import REGISTERS
 from traces.classifier import (
     AFFECT_EXPONENT,
     EMBEDDING_DIMENSION,

@@ -24,9 +24,9 @@ from datetime import datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.models import Memory, MemoryKind, Trace, TraceStatus, Turn
-from engine.ports import Classifier, TraceClassification
-from engine.tuning import WriteParams
+from engine.domain.models import Memory, MemoryKind, Trace, TraceStatus, Turn
+from engine.domain.ports import Classifier, TraceClassification
+from engine.domain.tuning import WriteParams
 from traces.anchors import instruction_like, memory_anchors
 from traces.engagement import engagement
 from traces.facts import extract_facts

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import BackendUnavailable, ConfigurationError, InvalidInput, NotFound
-from engine.models import (
+from engine.domain.errors import BackendUnavailable, ConfigurationError, InvalidInput, NotFound
+from engine.domain.models import (
     REGISTERS,
     Candidate,
     FactInfo,
@@ -34,9 +34,9 @@ from engine.models import (
     TraceStatus,
     Turn,
 )
-from engine.ports import LegScores, ToneCandidates
-from engine.text import terms, words
-from engine.tuning import RetrievalParams
+from engine.domain.ports import LegScores, ToneCandidates
+from engine.domain.text import terms, words
+from engine.domain.tuning import RetrievalParams
 from scoring.fusion import bm25, bm25_idf
 
 SCHEMA = """

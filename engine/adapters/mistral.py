@@ -1,7 +1,7 @@
 """Mistral providers: the ``mistral-embed`` embedder and the write-time classifier on a chat model.
 
 The ``mistralai`` SDK (and ``httpx2``, its transport) is imported here and nowhere else; its errors are mapped
-into ``engine.errors`` at this boundary:
+into ``engine.domain.errors`` at this boundary:
 
 - a timeout, a connection failure, a 429 or a 5xx is retried with backoff, and once retries are exhausted it
   becomes ``BackendUnavailable`` (with the server's Retry-After, when it sent one);
@@ -39,7 +39,7 @@ from mistralai.extra.utils.response_format import response_format_from_pydantic_
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
-from engine.errors import BackendRejected, BackendUnavailable, ConfigurationError
+from engine.domain.errors import BackendRejected, BackendUnavailable, ConfigurationError
 from prompts.write_time import (
     PROMPT_VERSION,
     ChatMessage,

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.errors import ConfigurationError
+from engine.domain.errors import ConfigurationError
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384

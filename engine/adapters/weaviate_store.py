@@ -26,7 +26,7 @@ Multi-tenancy, and why only memories use it
     deletion clears the ``preceding`` of the turn after, which another process's cache may show until evicted).
 
 Stage one: Weaviate chooses the pool, the engine ranks it
-    ``search`` returns raw leg material (``engine.ports.LegScores``) and ``engine.retrieval.rank`` ranks it
+    ``search`` returns raw leg material (``engine.domain.ports.LegScores``) and ``engine.retrieval.rank`` ranks it
     with ``scoring.fusion``: the same code, fed the same numbers, as for the embedded store. Nothing Weaviate
     scores decides a rank; it decides only which memories are looked at.
 
@@ -42,7 +42,7 @@ Stage one: Weaviate chooses the pool, the engine ranks it
 
     Per pool memory: its cosine is the vector leg's original score in ``explain_score`` (NaN where the result
     was not a vector-leg result: it has no vector, or only the lexical leg found it); its term frequencies
-    and document length are counted here from its ``terms`` property, which holds ``engine.text.terms`` of
+    and document length are counted here from its ``terms`` property, which holds ``engine.domain.text.terms`` of
     the memory's text, of the turn before it (``Memory.preceding``) and of each distinct fact sentence of its
     trace: the very terms the embedded store indexes. So BM25 is computed in ``scoring.fusion`` with the
     profile's ``bm25_k1`` and ``bm25_b`` on both backends; the collection's own BM25 settings (the profile
@@ -177,7 +177,7 @@ from weaviate.outputs.data import DeleteManyReturn
 from weaviate.outputs.query import Object
 from weaviate.util import generate_uuid5
 
-from engine.errors import (
+from engine.domain.errors import (
     BackendRejected,
     BackendUnavailable,
     ConfigurationError,
@@ -185,7 +185,7 @@ from engine.errors import (
     InvalidInput,
     NotFound,
 )
-from engine.models import (
+from engine.domain.models import (
     Candidate,
     FactInfo,
     Leg,
@@ -197,9 +197,9 @@ from engine.models import (
     TraceStatus,
     Turn,
 )
-from engine.ports import LegScores, ToneCandidates
-from engine.text import terms, words
-from engine.tuning import RetrievalParams
+from engine.domain.ports import LegScores, ToneCandidates
+from engine.domain.text import terms, words
+from engine.domain.tuning import RetrievalParams
 
 BACKEND = "weaviate"
 PREFIX_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]*")
@@ -427,8 +427,8 @@ MEMORY_SCHEMA = [
     _stored("preceding"),
     # The lower-cased text as one token, for the substring fallback's `like *word*` filters.
     _key("folded"),
-    # What BM25 searches: engine.text.terms of the text and of the trace's facts, space-separated; and when it was
-    # last written, on seq's clock (what the statistics caches catch up from: see the module docstring).
+    # What BM25 searches: engine.domain.text.terms of the text and of the trace's facts, space-separated; and when
+    # it was last written, on seq's clock (what the statistics caches catch up from: see the module docstring).
     Property(name="terms", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE, index_filterable=False,
              index_searchable=True),
     _sequence("terms_seq"),

@@ -21,8 +21,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from engine.text import STOPWORDS, stem, words
-from prompts.wording import INSTRUCTION_WORDS
+from engine.domain.text import STOPWORDS, stem, words
+from engine.domain.vocabulary import INSTRUCTION_WORDS
 
 LIFE_NOUNS = frozenset(
     """

@@ -8,7 +8,7 @@ pass keeps the sentences in the trace and the lexical index learns their words, 
 to Lisbon" even though the user never said "live". The sentence is the server's template for the triple
 (``prompts.wording.fact_sentence``, the same for facts written over the API), never the user's wording. The triple
 names a slot, ``(subject, relation)``, so a later fact on the same slot can supersede an earlier one (see
-``engine.models.ExtractedFact``).
+``engine.domain.models.ExtractedFact``).
 
 Precision matters more than recall: a wrong fact is recalled as if the user had said it, a missing one is only a
 missed chance. So every pattern is anchored on a first-person statement in the present ("I live in", "I'm a
@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.models import ExtractedFact
-from prompts.wording import ALLERGY_KINDS, INSTRUCTION_WORDS, OPINION_STANCES, fact_sentence
+from engine.domain.models import ExtractedFact
+from engine.domain.vocabulary import ALLERGY_KINDS, INSTRUCTION_WORDS, OPINION_STANCES, fact_sentence
 
 Relation = Literal[
     "lives_in", "hometown", "works_at", "occupation", "name", "opinion", "diet", "allergy", "birthday", "routine"

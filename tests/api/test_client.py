@@ -37,9 +37,9 @@ from api.client import (
     UnavailableError,
     ValidationError,
 )
-from engine.errors import BackendUnavailable
+from engine.domain.errors import BackendUnavailable
+from engine.domain.models import CloseReport, CompactRecall, IngestReport, RecallQuery, RecallResult, Turn, WindowTurn
 from engine.jobs import FINISHED, InProcessJobs
-from engine.models import CloseReport, CompactRecall, IngestReport, RecallQuery, RecallResult, Turn, WindowTurn
 from engine.service import Engine
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -23,8 +23,8 @@ from api.auth import KeyStore, scoped
 from api.tenancy import unscope_result
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.domain.models import CompactMemory, CompactRecall, CompactToneRule, Partition, RecallResult
 from engine.ledger import Ledger
-from engine.models import CompactMemory, CompactRecall, CompactToneRule, Partition, RecallResult
 from engine.service import Engine
 from engine.tuning_store import TuningStore
 from tests.fakes import BrokenEmbedder, KeywordClassifier

@@ -12,8 +12,8 @@ from api.app import create_app
 from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.domain.models import TraceStatus
 from engine.jobs import InProcessJobs
-from engine.models import TraceStatus
 from engine.service import Engine
 from tests.fakes import BrokenEmbedder, KeywordClassifier
 

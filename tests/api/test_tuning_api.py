@@ -19,9 +19,9 @@ from api.app import create_app
 from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.models import Partition
+from engine.domain.models import Partition
+from engine.domain.tuning import TuningProfile
 from engine.service import Engine
-from engine.tuning import TuningProfile
 from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier
 

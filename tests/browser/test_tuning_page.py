@@ -19,8 +19,8 @@ import httpx
 import numpy as np
 import pytest
 
+from engine.domain.tuning import ScoringParams, StrengthParams, TuningProfile
 from engine.recall import stage_two_params, strength_params
-from engine.tuning import ScoringParams, StrengthParams, TuningProfile
 from scoring.rerank import salience_for, stage_two
 from scoring.strength import hybrid_decay, strength_curve
 from tests.servers.feltsense import FeltsenseService

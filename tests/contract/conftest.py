@@ -12,7 +12,7 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ports import MemoryStore
+from engine.domain.ports import MemoryStore
 
 EMBEDDER = HashingEmbedder()
 

@@ -12,8 +12,8 @@ from numpy.typing import NDArray
 
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.mistral import MistralClassifier
-from engine.models import REGISTERS
-from engine.ports import Classifier
+from engine.domain.models import REGISTERS
+from engine.domain.ports import Classifier
 from tests.fake_mistral import FakeMistral
 from tests.fakes import KeywordClassifier
 

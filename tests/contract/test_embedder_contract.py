@@ -10,7 +10,7 @@ import pytest
 
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.mistral import MistralEmbedder
-from engine.ports import Embedder
+from engine.domain.ports import Embedder
 from tests.fake_mistral import FakeMistral
 
 TEXTS = ["My dog Luna died last week.", "We walked in the park every morning.", "I got the job!"]

@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
-from engine.errors import BackendUnavailable, ConfigurationError, NotFound
+from engine.domain.errors import BackendUnavailable, ConfigurationError, NotFound
+from engine.domain.models import FactInfo, Leg, Memory, MemoryState, Partition, Trace, TraceStatus, Turn
+from engine.domain.ports import LegScores, MemoryStore
+from engine.domain.text import terms
+from engine.domain.tuning import RetrievalParams
 from engine.ingest import memory_id_for
-from engine.models import FactInfo, Leg, Memory, MemoryState, Partition, Trace, TraceStatus, Turn
-from engine.ports import LegScores, MemoryStore
 from engine.retrieval import Query, Ranked, lexical_query, query_vector, rank
-from engine.text import terms
-from engine.tuning import RetrievalParams
 from tests.contract.conftest import EMBEDDER, StoreFactory
 
 if TYPE_CHECKING:
@@ -555,7 +555,7 @@ def test_the_turn_before_a_memory_joins_its_lexical_document(store: MemoryStore)
 @pytest.mark.weaviate
 def test_weaviate_keeps_one_collection_per_embedding_model(weaviate_server: WeaviateServer) -> None:
     from engine.adapters.weaviate_store import WeaviateStore
-    from engine.errors import InvalidInput
+    from engine.domain.errors import InvalidInput
 
     prefix = f"Models{uuid.uuid4().hex[:10]}"
 

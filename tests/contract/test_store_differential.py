@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
+from engine.domain.models import MemoryState, Partition, RecallQuery, RecallResult, Trace, TraceStatus, Turn, WindowTurn
+from engine.domain.ports import LegScores, MemoryStore
+from engine.domain.text import terms
+from engine.domain.tuning import RetrievalParams
 from engine.ledger import Ledger
-from engine.models import MemoryState, Partition, RecallQuery, RecallResult, Trace, TraceStatus, Turn, WindowTurn
-from engine.ports import LegScores, MemoryStore
 from engine.retrieval import Query, lexical_query, query_vector, rank
 from engine.service import Engine
-from engine.text import terms
-from engine.tuning import RetrievalParams
 from tests.contract.conftest import EMBEDDER
 from tests.contract.test_store_contract import LATER, PARTITION, T0, _add, _memory, fixed_corpus
 from tests.fakes import KeywordClassifier

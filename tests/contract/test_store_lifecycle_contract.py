@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import NotFound
-from engine.models import FactInfo, Memory, MemoryState, Partition, Trace, TraceStatus, Turn
-from engine.ports import MemoryStore
+from engine.domain.errors import NotFound
+from engine.domain.models import FactInfo, Memory, MemoryState, Partition, Trace, TraceStatus, Turn
+from engine.domain.ports import MemoryStore
 from tests.contract.conftest import EMBEDDER, StoreFactory
 from tests.contract.test_store_contract import LATER, PARTITION, T0, _add, _memory, _pool, _search
 

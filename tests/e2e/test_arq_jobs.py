@@ -28,8 +28,8 @@ from api.jobs import WRITE_RESULT_KEPT_S, ArqJobs
 from api.worker import NIGHTLY_MAINTENANCE, WRITE_MAX_TRIES, WorkerSettings, create_worker
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.errors import BackendUnavailable
-from engine.models import CloseReport, TraceStatus
+from engine.domain.errors import BackendUnavailable
+from engine.domain.models import CloseReport, TraceStatus
 from engine.service import Engine
 from tests.fakes import FakeClassification, KeywordClassifier
 from tests.servers import redis as redis_servers

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.models import ExtractedFact, Partition, RecallQuery, Turn
-from engine.scopes import partition_for
+from engine.domain.models import ExtractedFact, Partition, RecallQuery, Turn
+from engine.domain.scopes import partition_for
+from engine.domain.tuning import ContextParams, TuningProfile
 from engine.service import Engine
-from engine.tuning import ContextParams, TuningProfile
 from prompts.tokens import default_counter
 
 T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
@@ -122,7 +122,7 @@ def test_the_recall_log_answers_what_the_character_saw(engine: Engine) -> None:
     result = recall(engine, "I went for a walk in the park this morning.", T0 + timedelta(days=9))
     again = engine.recall_record(result.recall_id, Partition(character_id="ava", user_id="u1"))  # type: ignore[attr-defined]
     assert again == result
-    from engine.errors import NotFound
+    from engine.domain.errors import NotFound
 
     with pytest.raises(NotFound):
         engine.recall_record(result.recall_id, Partition(character_id="ava", user_id="u2"))  # type: ignore[attr-defined]

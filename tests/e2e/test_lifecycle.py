@@ -13,11 +13,11 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.errors import Forbidden
+from engine.domain.errors import Forbidden
+from engine.domain.models import ExtractedFact, MemoryState, Partition, RecallQuery, Turn
+from engine.domain.scopes import partition_for
 from engine.ledger import Ledger
-from engine.models import ExtractedFact, MemoryState, Partition, RecallQuery, Turn
 from engine.retrieval import lexical_query, query_vector
-from engine.scopes import partition_for
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 

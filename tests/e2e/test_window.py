@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
-from engine.models import RecallQuery, RecallResult, Turn, WindowTurn
+from engine.domain.models import RecallQuery, RecallResult, Turn, WindowTurn
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 

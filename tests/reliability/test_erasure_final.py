@@ -29,8 +29,8 @@ from numpy.typing import NDArray
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.domain.models import Memory, MemoryState, RecallQuery, Turn
 from engine.ledger import Ledger
-from engine.models import Memory, MemoryState, RecallQuery, Turn
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process

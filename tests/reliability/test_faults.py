@@ -40,9 +40,9 @@ from engine.adapters.mistral import MistralClassifier, MistralEmbedder
 from engine.adapters.onnx_embedder import DIMENSION as ONNX_DIMENSION
 from engine.adapters.onnx_embedder import MODEL_ID as ONNX_MODEL_ID
 from engine.adapters.weaviate_store import WeaviateStore
+from engine.domain.models import TraceStatus
+from engine.domain.ports import MemoryStore
 from engine.jobs import InProcessJobs
-from engine.models import TraceStatus
-from engine.ports import MemoryStore
 from engine.service import Engine
 from tests.fake_mistral import FakeMistral
 from tests.fakes import KeywordClassifier

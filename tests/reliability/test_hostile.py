@@ -33,8 +33,8 @@ from api.app import MAX_BODY_BYTES, MAX_TURNS_PER_BATCH, create_app
 from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.domain.models import RecallQuery, Turn
 from engine.jobs import JobQueue
-from engine.models import RecallQuery, Turn
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process

@@ -26,8 +26,8 @@ from api.app import create_app
 from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.domain.ports import MemoryStore
 from engine.ledger import Ledger
-from engine.ports import MemoryStore
 from engine.service import Engine
 from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier

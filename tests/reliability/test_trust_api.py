@@ -31,7 +31,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from api.auth import KeyStore
-from engine.models import RecallQuery, RecallResult
+from engine.domain.models import RecallQuery, RecallResult
 from engine.service import Engine
 from tests.inprocess import in_process
 from tests.servers.process import free_ports

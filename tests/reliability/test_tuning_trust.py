@@ -38,10 +38,10 @@ from pydantic import BaseModel, ValidationError
 
 from api.auth import KeyStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.errors import InvalidInput
-from engine.models import REGISTERS, Register, Tier
-from engine.ports import Classifier, Embedder
-from engine.tuning import ContextParams, ScoringParams, TuningProfile
+from engine.domain.errors import InvalidInput
+from engine.domain.models import REGISTERS, Register, Tier
+from engine.domain.ports import Classifier, Embedder
+from engine.domain.tuning import ContextParams, ScoringParams, TuningProfile
 from engine.tuning_store import NoChange, TuningStore
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process

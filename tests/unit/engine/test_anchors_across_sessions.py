@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine.models import Turn
+from engine.domain.models import Turn
 from engine.service import Engine
 
 T0 = datetime(2025, 6, 1, 19, tzinfo=UTC)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.models import RecallResult
+from engine.domain.models import RecallResult
+from engine.domain.tuning import ProfileSource, ToneParams, TuningProfile
 from engine.service import Engine
-from engine.tuning import ProfileSource, ToneParams, TuningProfile
 from tests.unit.engine.test_tone_rules import LUNA, open_engine, recall, say
 
 LUNA_RULE = ('- The user is grieving. On 2 March 2025 they said: "My dog Luna died last week." Do not be cheerful '

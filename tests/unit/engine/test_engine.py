@@ -9,8 +9,8 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.errors import InvalidInput, NotFound
-from engine.models import MemoryKind, RecallQuery, TraceStatus, Turn
+from engine.domain.errors import InvalidInput, NotFound
+from engine.domain.models import MemoryKind, RecallQuery, TraceStatus, Turn
 from engine.service import Engine
 from tests.fakes import BrokenClassifier, BrokenEmbedder, KeywordClassifier
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.models import RecallQuery, RecallResult, Turn
+from engine.domain.models import RecallQuery, RecallResult, Turn
 from engine.service import Engine
 from traces.facts import extract
 

@@ -14,9 +14,9 @@ from numpy.typing import NDArray
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.errors import BackendUnavailable
+from engine.domain.errors import BackendUnavailable
+from engine.domain.models import TraceStatus
 from engine.jobs import InProcessJobs, write_job_id
-from engine.models import TraceStatus
 from engine.service import Engine
 from tests.fakes import BrokenClassifier, FakeClassification, KeywordClassifier
 from tests.sessions import CLOSED_AT, turns

@@ -16,9 +16,9 @@ import pytest
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.mistral import MistralClassifier, MistralEmbedder
-from engine.errors import BackendRejected, BackendUnavailable, ConfigurationError
+from engine.domain.errors import BackendRejected, BackendUnavailable, ConfigurationError
+from engine.domain.models import Partition, RecallQuery, RecallResult, TraceStatus, Turn
 from engine.factory import build_classifier, build_embedder
-from engine.models import Partition, RecallQuery, RecallResult, TraceStatus, Turn
 from engine.service import Engine
 from engine.settings import MistralSettings, Settings
 from prompts.write_time import PROMPT_VERSION, SessionClassification

@@ -11,11 +11,11 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.errors import NotFound
+from engine.domain.errors import NotFound
+from engine.domain.models import Partition, RecallQuery, RecallResult, Turn
+from engine.domain.tuning import ProfileSource, ToneParams, TuningProfile
 from engine.ledger import Ledger, partition_key
-from engine.models import Partition, RecallQuery, RecallResult, Turn
 from engine.service import Engine
-from engine.tuning import ProfileSource, ToneParams, TuningProfile
 from tests.fakes import KeywordClassifier
 
 T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)

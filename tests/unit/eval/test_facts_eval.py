@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.models import ExtractedFact
+from engine.domain.models import ExtractedFact
 from eval.cli import main
 from eval.facts_eval import Observation, key_words, matches
 

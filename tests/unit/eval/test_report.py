@@ -17,9 +17,17 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.models import AssembledContext, CloseReport, IngestReport, RecallQuery, RecallResult, RecallTrace, Turn
+from engine.domain.models import (
+    AssembledContext,
+    CloseReport,
+    IngestReport,
+    RecallQuery,
+    RecallResult,
+    RecallTrace,
+    Turn,
+)
+from engine.domain.tuning import TuningProfile
 from engine.service import Engine
-from engine.tuning import TuningProfile
 from eval.cli import main
 from eval.report import COMPONENTS, emotional_traces, render_html, salience_series, sample_ages
 from eval.transcripts import RunReport, Transcript, parse_transcript, run_transcripts

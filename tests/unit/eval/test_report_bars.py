@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.models import ScoreComponents
+from engine.domain.models import ScoreComponents
 from engine.service import Engine
 from eval.report import (
     BAR_SCALE_NOTE,

@@ -1,7 +1,7 @@
 """Replaying transcripts into an engine (FORMAT.md "Replay"), checking probes, reporting, and the CLI.
 
 The engine here is a small fake that records every call and answers recall with canned results built from the
-real ``engine.models``, so these tests pin the runner's side of the contract without any model or store.
+real ``engine.domain.models``, so these tests pin the runner's side of the contract without any model or store.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.models import (
+from engine.domain.models import (
     AssembledContext,
     CloseReport,
     IngestReport,

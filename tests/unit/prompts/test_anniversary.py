@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from engine.tuning import ToneParams
+from engine.domain.tuning import ToneParams
 from prompts.wording import anniversary_sentence, anniversary_years_ago, tone_instruction
 
 LUNA_DAY = datetime(2025, 3, 2, 18, tzinfo=UTC)

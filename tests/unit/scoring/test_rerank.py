@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from engine.domain.tuning import TuningProfile
 from engine.recall import stage_two_params
-from engine.tuning import TuningProfile
 from scoring.decay import exponential_decay, half_life_days
 from scoring.reference import stage_two_reference
 from scoring.rerank import stage_two, tone_masks

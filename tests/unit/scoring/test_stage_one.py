@@ -12,10 +12,10 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.models import Memory, MemoryKind, Partition, Trace, TraceStatus
+from engine.domain.models import Memory, MemoryKind, Partition, Trace, TraceStatus
+from engine.domain.text import terms
+from engine.domain.tuning import RetrievalParams
 from engine.retrieval import stage_one_params
-from engine.text import terms
-from engine.tuning import RetrievalParams
 from scoring.fusion import TIER_HIGH, TIER_LOW, bm25_normalised, stage_one
 from scoring.reference import bm25_reference
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from engine.models import Source
+from engine.domain.models import Source
 from scoring.decay import exponential_decay
 from scoring.strength import (
     SOURCE_TRUST,

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine.models import Turn
-from engine.text import matched_anchors, terms
+from engine.domain.models import Turn
+from engine.domain.text import matched_anchors, terms
 from traces.anchors import lookup_words, memory_anchors, session_anchors
 from traces.engagement import engagement
 

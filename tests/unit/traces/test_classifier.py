@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from engine.errors import ConfigurationError
-from engine.models import REGISTERS
+from engine.domain.errors import ConfigurationError
+from engine.domain.models import REGISTERS
 from traces.classifier import DEFAULT_WEIGHTS_PATH, EMBEDDING_DIMENSION, LocalClassifier
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

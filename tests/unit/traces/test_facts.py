@@ -15,20 +15,22 @@ import pytest
 from pydantic import ValidationError
 
 from engine.adapters.mistral import MistralClassifier
-from engine.facts import ends_another
-from engine.models import ExtractedFact
-from prompts.wording import (
+from engine.domain.models import ExtractedFact
+from engine.domain.vocabulary import (
     ALLERGY_KINDS,
     OPINION_STANCES,
+    RELATIONS,
     RELATIONSHIP_STATUSES,
     TASTE_STANCES,
+    Relation,
     ended_value,
     fact_sentence,
 )
+from engine.facts import ends_another
 from prompts.write_time import SessionClassification
 from tests.fake_mistral import FakeMistral
 from tests.unit.traces.fact_cases import DEV, HELD_OUT, HELD_OUT_V2, Case, Fact
-from traces.facts import AUTO_ACTIVE_RELATIONS, RELATIONS, Relation, ends_slot, extract, extract_facts, well_formed
+from traces.facts import AUTO_ACTIVE_RELATIONS, ends_slot, extract, extract_facts, well_formed
 
 
 @dataclass

@@ -7,15 +7,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from traces.resolution import (
-    RESOLUTION_KINDS,
-    InForce,
-    Resolver,
-    common_terms,
-    link_resolutions,
-    reads_as_resolution,
-    resolution_kind,
-)
+from engine.domain.vocabulary import RESOLUTION_KINDS
+from traces.resolution import InForce, Resolver, common_terms, link_resolutions, reads_as_resolution, resolution_kind
 
 T0 = datetime(2025, 4, 1, 19, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from engine.errors import ConfigurationError
-from engine.models import REGISTERS
+from engine.domain.errors import ConfigurationError
+from engine.domain.models import REGISTERS
 from traces.session_classifier import DEFAULT_WEIGHTS_PATH, SessionClassifier, cue_features
 
 pytestmark = pytest.mark.slow

@@ -78,7 +78,8 @@ class Partition(Frozen):
     """Memory is partitioned by (character, user): one user's memories with one character.
 
     The character canon and the organisation's shared memory live in partitions of their own, whose user (and,
-    for shared, character) is a reserved id starting with ``~``, which no caller's id can (see ``engine.scopes``).
+    for shared, character) is a reserved id starting with ``~``, which no caller's id can
+    (see ``engine.domain.scopes``).
     """
 
     character_id: str = Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS + NAMESPACE_MAX_CHARS)

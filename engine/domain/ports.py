@@ -10,8 +10,8 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.models import Candidate, ExtractedFact, Memory, MemoryState, Partition, Trace, Turn
-from engine.tuning import RetrievalParams
+from engine.domain.models import Candidate, ExtractedFact, Memory, MemoryState, Partition, Trace, Turn
+from engine.domain.tuning import RetrievalParams
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Embedder(Protocol):
 
 
 class TraceClassification(Protocol):
-    """One memory's classification: register (from ``engine.models.REGISTERS``), valence, intensity."""
+    """One memory's classification: register (from ``engine.domain.models.REGISTERS``), valence, intensity."""
 
     @property
     def register(self) -> str: ...
@@ -191,7 +191,7 @@ class MemoryStore(Protocol):
     ) -> LegScores:
         """Stage one's legs over the partition's active memories (and archived ones with ``include_archived``); a
         provisional or revoked memory is never in the pool. ``query_vector`` is unit length (None: the vector leg
-        is skipped, every cosine NaN); ``query_terms`` are distinct index terms (``engine.text.terms``), in the
+        is skipped, every cosine NaN); ``query_terms`` are distinct index terms (``engine.domain.text.terms``), in the
         order of the term-frequency columns, with ``term_weights`` (all 1 when None) for a store that bounds the
         lexical part of its pool by BM25. Ranking is ``engine.retrieval.rank``'s, never the store's.
         """

@@ -9,7 +9,7 @@ organisation (``org:``); the shared level takes the same prefix, so each organis
 
 from __future__ import annotations
 
-from engine.models import Partition, Scope
+from engine.domain.models import Partition, Scope
 
 CANON = "~canon"
 SHARED = "~shared"

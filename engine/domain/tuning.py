@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.models import Register, Tier
+from engine.domain.models import Register, Tier
 
 
 class _Params(BaseModel):
