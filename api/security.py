@@ -37,4 +37,5 @@ def authenticator(keys: KeyStore) -> Callable[[Request[Any, Any, Any]], Principa
 def require(principal: Principal, *roles: Role) -> None:
     """403 unless the caller's role is one of ``roles``."""
     if principal.role not in roles:
-        raise PermissionDeniedException(f"a {principal.role} key may not do this (needs {' or '.join(roles)})")
+        article = "an" if principal.role[:1] in "aeiou" else "a"
+        raise PermissionDeniedException(f"{article} {principal.role} key may not do this (needs {' or '.join(roles)})")

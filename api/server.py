@@ -64,6 +64,10 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     log = logging.getLogger("feltsense")
     if dev:
         announce_development_key(keys, settings.data_dir, sys.stdout)
+    else:
+        log.info("every /v1 call needs an API key: `feltsense keys create --org ORG --role runtime --data-dir %s` "
+                 "prints one (`feltsense serve --dev` makes a development key)",
+                 shlex.quote(str(settings.data_dir)))
     url = f"http://{settings.host}:{settings.port}"
     log.info("feltsense on %s: start page %s/, API docs %s/docs, tuning page %s/tuning (data in %s)", url, url, url,
              url, settings.data_dir.resolve())

@@ -107,8 +107,13 @@ def test_try_it_stores_the_luna_session_closes_it_and_recalls_it_with_the_grief_
     recalled = pick(answers, r"/v1/recall ")
     assert recalled["memories"], recalled
     assert any("Luna" in m["text"] for m in recalled["memories"])
-    # The README opens with this rule "as served": it is what the block's recall puts in the system message.
+    # The README opens with this rule "as served": it is what the block's recall puts in the system message, with
+    # the intensity it names.
     assert opening_quote() and opening_quote() in recalled["context"]["system"]
+    intensity = re.search(r"\*grief, intensity (\d\.\d\d)\*", README.read_text(encoding="utf-8"))
+    assert intensity, "the README's opening names the rule's intensity"
+    rules = [r for r in recalled["tone_constraints"] + recalled["standing_rules"] if r["register"] == "grief"]
+    assert [f"{r['intensity']:.2f}" for r in rules] == [intensity.group(1)]
 
 
 def test_try_it_lists_searches_reads_and_erases_a_memory(service: FeltsenseService, answers: dict[str, Any]) -> None:
