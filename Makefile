@@ -6,11 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve test lint install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml api/feltsense-client/pyproject.toml
 	@echo "feltsense: creating $(VENV) and installing (a few minutes the first time; pip shows each package)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]' -e api/feltsense-client
 	@touch $(STAMP)
 	@echo "feltsense: installed"
 

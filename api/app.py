@@ -20,10 +20,10 @@ from litestar import Litestar, Request, Response, get, post
 from litestar.di import Provide
 from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import FromPath, JSONBody, Parameter
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
-from api.auth import KeyStore, Principal, scoped, unscoped
+from api.auth import KeyStore, scoped, unscoped
 from api.boundary import (
     AUTHENTICATED,
     PROBLEM_JSON,
@@ -34,6 +34,7 @@ from api.boundary import (
     problems,
     recall_answer,
 )
+from api.dependencies import EngineDep, JobsDep, OptionalJobsDep, PrincipalDep
 from api.docs import bearer_documented, docs_routes, openapi_config
 from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
@@ -243,7 +244,7 @@ def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Res
 
 @post("/v1/turns", status_code=200, sync_to_thread=True, summary="Append turns (idempotent by turn id)",
       responses=problems(*WITH_BODY, 409, 410))
-def ingest_turns(data: TurnBatch, engine: Engine, principal: Principal) -> IngestReport:
+def ingest_turns(data: JSONBody[TurnBatch], engine: EngineDep, principal: PrincipalDep) -> IngestReport:
     require(principal, "runtime")
     try:
         return engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
@@ -258,7 +259,7 @@ def ingest_turns(data: TurnBatch, engine: Engine, principal: Principal) -> Inges
       summary="Close a session: run the write-time pass over its memories",
       responses=problems(*WITH_BODY, 404), operation_class=OptionalBody)
 def close_session(
-    session_id: str, engine: Engine, principal: Principal, data: CloseRequest | None = None
+    session_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, data: JSONBody[CloseRequest | None] = None
 ) -> CloseReport:
     require(principal, "runtime")
     closed_at: datetime | None = data.closed_at if data else None
@@ -271,7 +272,7 @@ def close_session(
               "(detail=full: the whole result with every trace)",
       responses=problems(*WITH_BODY), response_class=RoundedJSON)
 def recall(
-    data: RecallRequest, engine: Engine, principal: Principal, detail: DetailQuery = "compact"
+    data: JSONBody[RecallRequest], engine: EngineDep, principal: PrincipalDep, detail: DetailQuery = "compact"
 ) -> CompactRecall | RecallResult:
     require(principal, "runtime", "evaluator")
     result = unscope_result(principal.org, engine.recall(scope_query(principal.org, data)))
@@ -327,7 +328,8 @@ class Readiness(BaseModel):
                                                             "trace"), **problems(*WITH_BODY, 404)},
       operation_class=OptionalBody)
 async def enqueue_close(
-    session_id: str, engine: Engine, jobs: JobQueue, principal: Principal, data: CloseRequest | None = None,
+    session_id: FromPath[str], engine: EngineDep, jobs: JobsDep, principal: PrincipalDep,
+    data: JSONBody[CloseRequest | None] = None,
     wait: bool = Parameter(default=False, description="answer once the write-time pass has run (200), or after "
                                                       "timeout_s with the job still pending (202)"),
     timeout_s: float = Parameter(default=10.0, gt=0, le=MAX_CLOSE_WAIT_S,
@@ -378,7 +380,7 @@ async def _wait_for(engine: Engine, jobs: JobQueue, session_id: str, closed_at: 
 
 @get("/v1/jobs/{job_id:str}", summary="A write-time job's status: queued, running, complete (with its report), "
      "failed or unknown", responses=problems(*AUTHENTICATED, 404))
-async def job_status(job_id: str, jobs: JobQueue | None, principal: Principal) -> JobState:
+async def job_status(job_id: FromPath[str], jobs: OptionalJobsDep, principal: PrincipalDep) -> JobState:
     require(principal, "runtime", "evaluator")
     prefix = write_job_id(scoped(principal.org, ""))
     if jobs is None or not job_id.startswith(prefix):  # another organisation's job is a 404, like its memories
@@ -401,7 +403,7 @@ async def _ready_check(name: str, check: Callable[[], Awaitable[object]]) -> tup
 
 
 @get("/readyz", summary="Readiness: the store, the embedder and the job queue answer", responses=problems(503))
-async def readyz(engine: Engine, jobs: JobQueue | None) -> Response[Any]:
+async def readyz(engine: EngineDep, jobs: OptionalJobsDep) -> Response[Any]:
     probe = Partition(character_id="readyz", user_id="readyz")
     checks = [
         _ready_check("store", lambda: asyncio.to_thread(engine.store.count, probe)),

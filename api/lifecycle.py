@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from litestar import delete, get, post, put
-from litestar.params import Parameter
+from litestar.params import FromPath, FromQuery, JSONBody, Parameter, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal, Role, scoped, unscoped
 from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, IdQuery, OptionalIdQuery, problems
+from api.dependencies import EngineDep, PrincipalDep
 from api.security import OPERATOR_ROUTE, require
 from api.tenancy import unscope_memory
 from engine.domain.errors import Forbidden, InvalidInput
@@ -29,7 +30,6 @@ from engine.domain.scopes import partition_for
 from engine.facts import FactWrite, stored_sentence
 from engine.ledger import AuditEvent, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, SweepReport
-from engine.service import Engine
 
 READ_ROLES: dict[Scope, tuple[Role, ...]] = {
     "user": ("runtime", "evaluator"), "canon": ("runtime", "director", "evaluator", "admin"),
@@ -106,7 +106,7 @@ class Decision(BaseModel):
 @post("/v1/facts", status_code=200, sync_to_thread=True,
       summary="Write an atomic fact: supersedes its slot's current fact, dedups identical content",
       responses=problems(*WITH_BODY))
-def write_fact(data: FactRequest, engine: Engine, principal: Principal) -> FactWrite:
+def write_fact(data: JSONBody[FactRequest], engine: EngineDep, principal: PrincipalDep) -> FactWrite:
     role = principal.role
     if role == "evaluator":
         raise Forbidden("an evaluator key is read-only")
@@ -127,10 +127,10 @@ def write_fact(data: FactRequest, engine: Engine, principal: Principal) -> FactW
 @get("/v1/facts", sync_to_thread=True, summary="One level's facts with their status and strength signals",
      responses=problems(*AUTHENTICATED))
 def list_facts(
-    engine: Engine, principal: Principal, character_id: IdQuery,
-    level: Annotated[Scope, Parameter(query="scope", description="user, canon or shared")],
+    engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
+    level: Annotated[Scope, QueryParameter(name="scope", description="user, canon or shared")],
     user_id: OptionalIdQuery = None,
-    status: Literal["active", "provisional", "revoked", "archived"] | None = None,
+    status: FromQuery[Literal["active", "provisional", "revoked", "archived"] | None] = None,
 ) -> list[FactView]:
     scope = level  # "scope" is the query parameter's name; Litestar reserves it for the ASGI scope
     require(principal, *READ_ROLES[scope])
@@ -143,7 +143,7 @@ def list_facts(
 @post("/v1/memories/{memory_id:str}/archive", status_code=200, sync_to_thread=True,
       summary="Move a memory to the cold archive: out of everyday recall, restorable exactly",
       responses=problems(*AUTHENTICATED, 404))
-def archive_memory(memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery,
+def archive_memory(memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
                    user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
     return StateView(memory_id=memory_id,
@@ -152,7 +152,7 @@ def archive_memory(memory_id: str, engine: Engine, principal: Principal, charact
 
 @post("/v1/memories/{memory_id:str}/restore", status_code=200, sync_to_thread=True,
       summary="Bring an archived memory back into recall as it was", responses=problems(*AUTHENTICATED, 404))
-def restore_memory(memory_id: str, engine: Engine, principal: Principal, character_id: IdQuery,
+def restore_memory(memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
                    user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
     return StateView(memory_id=memory_id,
@@ -162,8 +162,8 @@ def restore_memory(memory_id: str, engine: Engine, principal: Principal, charact
 @post("/v1/memories/{memory_id:str}/pin", status_code=200, sync_to_thread=True,
       summary="Pin (or unpin) a memory: a pinned memory's strength never falls below the pin floor",
       responses=problems(*WITH_BODY, 404))
-def pin_memory(memory_id: str, data: PinRequest, engine: Engine, principal: Principal, character_id: IdQuery,
-               user_id: OptionalIdQuery = None) -> StateView:
+def pin_memory(memory_id: FromPath[str], data: JSONBody[PinRequest], engine: EngineDep, principal: PrincipalDep,
+               character_id: IdQuery, user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
     return StateView(memory_id=memory_id, state=engine.pin(memory_id, partitions, pinned=data.pinned,
                                                            actor=f"{principal.role}:{principal.key_id}"))
@@ -172,7 +172,7 @@ def pin_memory(memory_id: str, data: PinRequest, engine: Engine, principal: Prin
 @delete("/v1/users/{user_id:str}", status_code=200, sync_to_thread=True,
         summary="A user's erasure request: everything they said to this character, with a receipt",
         responses=problems(*AUTHENTICATED))
-def erase_user(user_id: IdPath, engine: Engine, principal: Principal, character_id: IdQuery,
+def erase_user(user_id: IdPath, engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
                strict: bool = Parameter(default=False, description="drop names from the audit trail too")
                ) -> ErasureReceipt:
     require(principal, "runtime")
@@ -183,8 +183,8 @@ def erase_user(user_id: IdPath, engine: Engine, principal: Principal, character_
 @get("/v1/review", sync_to_thread=True, summary="Consolidation proposals waiting for (or given) a decision",
      responses=problems(*AUTHENTICATED))
 def review_queue(
-    engine: Engine, principal: Principal, character_id: IdQuery, user_id: OptionalIdQuery = None,
-    decision: Literal["pending", "kept", "rejected", "reverted"] | None = "pending",
+    engine: EngineDep, principal: PrincipalDep, character_id: IdQuery, user_id: OptionalIdQuery = None,
+    decision: FromQuery[Literal["pending", "kept", "rejected", "reverted"] | None] = "pending",
 ) -> list[ReviewItem]:
     return [_unscope_item(principal, item) for item in
             engine.review_items(_changeable(principal, character_id, user_id), decision)]
@@ -193,8 +193,8 @@ def review_queue(
 @post("/v1/review/{item_id:str}", status_code=200, sync_to_thread=True,
       summary="Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state",
       responses=problems(*WITH_BODY, 404))
-def decide(item_id: str, data: Decision, engine: Engine, principal: Principal, character_id: IdQuery,
-           user_id: OptionalIdQuery = None) -> ReviewItem:
+def decide(item_id: FromPath[str], data: JSONBody[Decision], engine: EngineDep, principal: PrincipalDep,
+           character_id: IdQuery, user_id: OptionalIdQuery = None) -> ReviewItem:
     return _unscope_item(principal, engine.decide(item_id, data.decision,
                                                   _changeable(principal, character_id, user_id),
                                                   by=f"{principal.role}:{principal.key_id}"))
@@ -212,8 +212,8 @@ def _unscope_item(principal: Principal, item: ReviewItem) -> ReviewItem:
 @get("/v1/audit", sync_to_thread=True,
      summary="The audit trail of a level: what existed and how it changed, never what it said",
      responses=problems(*AUTHENTICATED))
-def audit_trail(engine: Engine, principal: Principal, character_id: IdQuery,
-                level: Annotated[Scope, Parameter(query="scope", description="user, canon or shared")] = "user",
+def audit_trail(engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
+                level: Annotated[Scope, QueryParameter(name="scope", description="user, canon or shared")] = "user",
                 user_id: OptionalIdQuery = None) -> list[AuditEvent]:
     scope = level
     require(principal, *READ_ROLES[scope])
@@ -226,7 +226,7 @@ def audit_trail(engine: Engine, principal: Principal, character_id: IdQuery,
       summary="Run the nightly sweep now (usage, repairs, archive, consolidation proposals): an admin's covers "
               "its organisation, an operator's every organisation",
       responses=problems(401, 403, 502, 503), opt={OPERATOR_ROUTE: True})
-def sweep(engine: Engine, principal: Principal) -> SweepReport:
+def sweep(engine: EngineDep, principal: PrincipalDep) -> SweepReport:
     require(principal, "admin", "operator")
     if principal.role == "operator":
         return engine.sweep()
@@ -236,8 +236,8 @@ def sweep(engine: Engine, principal: Principal) -> SweepReport:
 @put("/v1/characters/{character_id:str}/canon/{record_id:str}", status_code=200, sync_to_thread=True,
      summary="Write a canon record (the character's own lore): stored whole, pinned, in every turn's prefix",
      responses=problems(*WITH_BODY))
-def put_canon(character_id: IdPath, record_id: IdPath, data: CanonRecord, engine: Engine,
-              principal: Principal) -> FactView:
+def put_canon(character_id: IdPath, record_id: IdPath, data: JSONBody[CanonRecord],
+              engine: EngineDep, principal: PrincipalDep) -> FactView:
     require(principal, "director", "admin")
     memory = engine.write_canon(scoped(principal.org, character_id), record_id, data.text,
                                 actor=f"{principal.role}:{principal.key_id}")

@@ -9,17 +9,17 @@ answers has 4 decimal places (``api.boundary.RoundedJSON``).
 from __future__ import annotations
 
 from litestar import delete, get
-from litestar.params import Parameter
+from litestar.params import FromPath, Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import Principal
 from api.boundary import AUTHENTICATED, CharacterQuery, DetailQuery, RoundedJSON, UserQuery, problems, recall_answer
+from api.dependencies import EngineDep, PrincipalDep
 from api.security import require
 from api.tenancy import scope_partition, unscope_memory, unscope_result
 from engine.domain.errors import InvalidInput
 from engine.domain.models import CompactRecall, Memory, MemoryState, RecallMode, RecallResult, Trace
 from engine.lifecycle import ErasureReceipt
-from engine.service import Engine, Found
+from engine.service import Found
 
 MAX_PAGE = 200
 """The most memories one page lists (``limit``)."""
@@ -73,8 +73,8 @@ def _view(org: str, found: Found) -> MemoryView:
      summary="List one user's memories, or search them with q (faded and archived ones too, flagged)",
      responses=problems(*AUTHENTICATED), response_class=RoundedJSON)
 def list_memories(
-    engine: Engine,
-    principal: Principal,
+    engine: EngineDep,
+    principal: PrincipalDep,
     character_id: CharacterQuery,
     user_id: UserQuery,
     q: str | None = Parameter(
@@ -110,7 +110,8 @@ def list_memories(
 @get("/v1/memories/{memory_id:str}", sync_to_thread=True, summary="One memory with its trace",
      responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_memory(
-    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
+    user_id: UserQuery
 ) -> MemoryView:
     require(principal, "runtime", "evaluator")
     memory, trace = engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))
@@ -120,7 +121,8 @@ def get_memory(
 @get("/v1/memories/{memory_id:str}/trace", sync_to_thread=True, summary="A memory's trace",
      responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_trace(
-    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
+    user_id: UserQuery
 ) -> Trace | None:
     require(principal, "runtime", "evaluator")
     return engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))[1]
@@ -130,7 +132,8 @@ def get_trace(
         summary="Erase one memory with its trace, facts, vector and lexical entries; returns a receipt",
         responses=problems(*AUTHENTICATED, 404))
 def delete_memory(
-    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery,
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
+    user_id: UserQuery,
     strict: bool = Parameter(default=False, description="drop names from the audit trail too"),
 ) -> ErasureReceipt:
     require(principal, "runtime")
@@ -143,7 +146,8 @@ def delete_memory(
              "the assembly's trace)",
      responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_recall(
-    recall_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery,
+    recall_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
+    user_id: UserQuery,
     detail: DetailQuery = "compact",
 ) -> CompactRecall | RecallResult:
     require(principal, "runtime", "evaluator")

@@ -14,21 +14,20 @@ vocabulary, never what the user said, so a director may list them although they 
 from __future__ import annotations
 
 from litestar import get, post
-from litestar.params import Parameter
+from litestar.params import FromPath, Parameter
 
-from api.auth import Principal
 from api.boundary import AUTHENTICATED, CharacterQuery, UserQuery, problems
+from api.dependencies import EngineDep, PrincipalDep
 from api.security import require
 from api.tenancy import scope_partition
 from engine.domain.models import Resolution
-from engine.service import Engine
 
 
 @get("/v1/resolutions", sync_to_thread=True,
      summary="A user's resolutions: which memory's tone a later memory settled, when and why",
      responses=problems(*AUTHENTICATED))
 def list_resolutions(
-    engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery,
+    engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery, user_id: UserQuery,
     undone: bool = Parameter(default=True, description="list undone resolutions too"),
 ) -> list[Resolution]:
     require(principal, "runtime", "director", "evaluator")
@@ -39,7 +38,8 @@ def list_resolutions(
       summary="Undo a resolution: the memory's tone (and its episode's) is in force again; audited",
       responses=problems(*AUTHENTICATED, 404))
 def undo_resolution(
-    memory_id: str, engine: Engine, principal: Principal, character_id: CharacterQuery, user_id: UserQuery
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
+    user_id: UserQuery,
 ) -> list[Resolution]:
     require(principal, "director")
     return engine.undo_resolution(memory_id, scope_partition(principal.org, character_id, user_id),

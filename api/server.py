@@ -11,7 +11,7 @@ from typing import TextIO
 from api.app import create_app
 from api.auth import DEV_KEY_FILE, KeyStore
 from api.jobs import ArqJobs, check_shared_store
-from engine.factory import build_engine
+from engine.factory import build_engine, check_settings
 from engine.jobs import InProcessJobs, JobQueue
 from engine.replay_runner import ComponentsFromSettings, ProcessWorkers, ReplayRunner
 from engine.settings import Settings
@@ -43,13 +43,15 @@ def announce_development_key(keys: KeyStore, data_dir: Path, out: TextIO) -> Non
 
 
 def serve(settings: Settings, *, dev: bool = False) -> None:
-    """Serve until stopped. With ``dev``, the development key (``announce_development_key``)."""
+    """Serve until stopped. With ``dev``, the development key (``announce_development_key``). Settings that cannot
+    work raise ConfigurationError before anything is opened, loaded or bound."""
+    check_settings(settings)
+    check_shared_store(settings)
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The tokenizer's loader announces its special tokens at INFO: nothing a user can act on.
     logging.getLogger("mistral_common").setLevel(logging.WARNING)
-    check_shared_store(settings)
     tuning = TuningStore(settings.data_dir / "tuning.sqlite3")
     keys = key_store(settings)
     engine = build_engine(settings, profiles=tuning)
@@ -60,7 +62,7 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     replay_workers.warm_up()
     replays = ReplayRunner(replay_workers)
     app = create_app(engine, keys=keys, tuning=tuning, retry_interval_s=settings.background_interval_s, jobs=jobs,
-                     replays=replays)
+                     replays=replays, transcript_dirs=settings.transcript_dirs)
     log = logging.getLogger("feltsense")
     if dev:
         announce_development_key(keys, settings.data_dir, sys.stdout)

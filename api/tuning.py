@@ -14,10 +14,12 @@ from annotated_types import Ge, Gt, Le, Lt
 from litestar import get, post, put
 from litestar.exceptions import ServiceUnavailableException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import JSONBody
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import Principal, scoped, unscoped
+from api.auth import scoped, unscoped
 from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, IdPath, Problem, problems
+from api.dependencies import PrincipalDep, ReplaysDep, TranscriptDirsDep, TuningDep
 from api.security import require
 from engine.domain.tuning import (
     ContextParams,
@@ -30,9 +32,11 @@ from engine.domain.tuning import (
     TuningProfile,
     WriteParams,
 )
-from engine.recall import strength_params
-from engine.replay import ReplayComparison, Transcript, TranscriptInvalid, parse_transcript
-from engine.replay_runner import ReplayRunner
+from engine.settings import DEFAULT_TRANSCRIPT_DIRS
+from engine.strength import strength_params
+from engine.transcripts.compare import ReplayComparison
+from engine.transcripts.format import TranscriptInvalid, parse_transcript
+from engine.transcripts.model import Transcript
 from engine.tuning_store import TuningStore, TuningVersion
 
 MAX_TRANSCRIPT_CHARS = 500_000
@@ -190,7 +194,7 @@ def _profile(character_id: str, data: TuningSections, *, field_prefix: str = "")
 @get("/v1/tuning/defaults", sync_to_thread=False,
      summary="The shipped default profile, and each constant's label, help, unit and bounds (no key: defaults are "
              "not secret)")
-def tuning_defaults(tuning: TuningStore | None) -> TuningDefaults:
+def tuning_defaults(tuning: TuningDep) -> TuningDefaults:
     sections, constants = _presentation()
     return TuningDefaults(profile=tuning.defaults if tuning is not None else TuningProfile(), sections=list(sections),
                           constants=list(constants))
@@ -198,7 +202,7 @@ def tuning_defaults(tuning: TuningStore | None) -> TuningDefaults:
 
 @get("/v1/characters/{character_id:str}/tuning", sync_to_thread=True, summary="A character's tuning profile",
      responses=problems(*AUTHENTICATED))
-def get_tuning(character_id: IdPath, principal: Principal, tuning: TuningStore | None) -> TuningProfile:
+def get_tuning(character_id: IdPath, principal: PrincipalDep, tuning: TuningDep) -> TuningProfile:
     require(principal, "director", "evaluator")
     return _public(principal.org, _store(tuning).profile_for(scoped(principal.org, character_id)))
 
@@ -208,7 +212,7 @@ def get_tuning(character_id: IdPath, principal: Principal, tuning: TuningStore |
              "the values in force again are a 409)",
      responses=dict(sorted({**problems(*WITH_BODY), 409: NO_CHANGE}.items())))
 def put_tuning(
-    character_id: IdPath, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
+    character_id: IdPath, data: JSONBody[TuningUpdate], principal: PrincipalDep, tuning: TuningDep
 ) -> TuningProfile:
     require(principal, "director")
     profile = _profile(scoped(principal.org, character_id), data)
@@ -220,7 +224,7 @@ def put_tuning(
       summary="Check a profile without saving it: 200 with the profile, or the 422 a PUT would answer",
       responses=problems(*WITH_BODY))
 def validate_tuning(
-    character_id: IdPath, data: TuningUpdate, principal: Principal, tuning: TuningStore | None
+    character_id: IdPath, data: JSONBody[TuningUpdate], principal: PrincipalDep, tuning: TuningDep
 ) -> TuningProfile:
     require(principal, "director", "admin")
     current = _store(tuning).profile_for(scoped(principal.org, character_id))
@@ -232,8 +236,8 @@ def validate_tuning(
               "compare each probe (one replay at a time per organisation)",
       responses=problems(*WITH_BODY, 429))
 async def replay_tuning(
-    character_id: IdPath, data: ReplayRequest, principal: Principal, tuning: TuningStore | None,
-    replays: ReplayRunner,
+    character_id: IdPath, data: JSONBody[ReplayRequest], principal: PrincipalDep, tuning: TuningDep,
+    replays: ReplaysDep,
 ) -> ReplayComparison:
     require(principal, "director", "admin")
     current = _store(tuning).profile_for(scoped(principal.org, character_id))
@@ -257,7 +261,7 @@ def _transcript(text: str) -> Transcript:
      summary="Every saved version of a character's tuning, newest first, with who saved it and why",
      responses=problems(*AUTHENTICATED))
 def tuning_history(
-    character_id: IdPath, principal: Principal, tuning: TuningStore | None
+    character_id: IdPath, principal: PrincipalDep, tuning: TuningDep
 ) -> list[TuningVersion]:
     require(principal, "director", "evaluator")
     return [
@@ -267,15 +271,16 @@ def tuning_history(
 
 
 def default_transcript_dirs() -> tuple[Path, ...]:
-    """The checkout's test transcripts and the shared examples beside it; missing ones are skipped."""
-    root = Path(__file__).resolve().parents[1]
-    return root / "tests" / "transcripts", root.parent / "shared" / "transcripts" / "examples"
+    """The default of the ``transcript_dirs`` setting (relative to the working directory: a checkout's test
+    transcripts and the shared examples beside it), for an app built without directories; missing ones are
+    skipped. The service passes the setting's value."""
+    return DEFAULT_TRANSCRIPT_DIRS
 
 
 @get("/v1/transcripts", sync_to_thread=True,
      summary="The transcripts in the service's configured directories, to replay from the tuning page",
      responses=problems(401, 403))
-def list_transcripts(principal: Principal, transcript_dirs: tuple[Path, ...]) -> list[TranscriptFile]:
+def list_transcripts(principal: PrincipalDep, transcript_dirs: TranscriptDirsDep) -> list[TranscriptFile]:
     require(principal, "director", "admin", "evaluator")
     found = []
     for directory in transcript_dirs:

@@ -2,7 +2,8 @@
 
     FELTSENSE_REDIS_URL=redis://127.0.0.1:6379/0 FELTSENSE_STORE=weaviate feltsense worker
 
-Jobs (arq calls each with its ``ctx``; ``ctx["engine"]`` is built from the settings at startup):
+Jobs (arq calls each with its ``ctx``; ``ctx["engine"]`` is built at startup from ``ctx["settings"]``, the
+settings ``feltsense worker`` built once and passed to ``create_worker``):
 
 - ``write_session(ctx, session_id, closed_at_iso)``: ``Engine.close_session``. Its job id is derived from the
   session (see ``api.jobs``). A backend that cannot be reached, or a classifier failure that left the traces
@@ -35,7 +36,7 @@ from arq.worker import Function, Retry, Worker
 
 from api.jobs import WRITE_RESULT_KEPT_S, WRITE_SESSION, check_shared_store, redis_settings
 from engine.domain.errors import BackendUnavailable, ConfigurationError
-from engine.factory import build_engine
+from engine.factory import build_engine, check_settings
 from engine.service import Engine
 from engine.settings import Settings
 from engine.tuning_store import TuningStore
@@ -86,7 +87,10 @@ async def nightly_maintenance(ctx: dict[str, Any]) -> dict[str, int]:
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    settings: Settings = ctx.get("settings") or Settings()
+    settings: Settings | None = ctx.get("settings")
+    if settings is None:  # started by arq's own command line, which builds no settings
+        raise ConfigurationError("the worker is started with `feltsense worker` (settings from FELTSENSE_* "
+                                 "variables), or from code with create_worker(redis_url, settings=...)")
     check_shared_store(settings)
     # The same tuning profiles as the API (api/server.py), so a job writes with the profile a director saved.
     ctx["tuning"] = tuning = TuningStore(settings.data_dir / "tuning.sqlite3")
@@ -103,7 +107,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 
 
 class WorkerSettings:
-    """arq's worker settings (``arq api.worker.WorkerSettings`` works too, against Redis on localhost)."""
+    """arq's worker settings; ``create_worker`` runs them with the settings in ``ctx``."""
 
     functions: Sequence[WorkerCoroutine | Function] = (
         func(write_session, name=WRITE_SESSION, max_tries=WRITE_MAX_TRIES, timeout=WRITE_TIMEOUT_S,
@@ -132,16 +136,18 @@ def create_worker(
     **worker_options: Any,
 ) -> Worker:
     """A worker over ``WorkerSettings``. Given an ``engine``, the worker uses it and leaves it open (tests);
-    otherwise it builds one from ``settings`` at startup and closes it at shutdown. ``worker_options`` go to
-    arq's ``Worker`` (``burst=True``, ``poll_delay``, ``handle_signals``, ...)."""
+    otherwise it builds one from ``settings`` (then required) at startup and closes it at shutdown.
+    ``worker_options`` go to arq's ``Worker`` (``burst=True``, ``poll_delay``, ``handle_signals``, ...)."""
     if not retry_backoff_s:
         raise ValueError("retry_backoff_s needs at least one delay")
     ctx: dict[str, Any] = {"retry_backoff_s": tuple(retry_backoff_s)}
     if engine is not None:
         ctx["engine"] = engine
         worker_options = {"on_startup": None, "on_shutdown": None, **worker_options}
+    elif settings is None:
+        raise ValueError("create_worker needs an engine or the settings to build one from")
     else:
-        ctx["settings"] = settings or Settings()
+        ctx["settings"] = settings
     return arq_worker.create_worker(WorkerSettings, redis_settings=redis_settings(redis_url), ctx=ctx,
                                     **worker_options)
 
@@ -150,6 +156,7 @@ def run(settings: Settings, *, burst: bool = False) -> None:
     """Run the worker until a signal stops it (or, with ``burst``, until the queue is empty)."""
     if settings.redis_url is None:
         raise ConfigurationError("the worker needs FELTSENSE_REDIS_URL (redis://host:port/db)")
+    check_settings(settings)
     check_shared_store(settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with warnings.catch_warnings():

@@ -1,6 +1,13 @@
-"""The one place that turns settings into backends. Optional providers are imported lazily."""
+"""The one place that turns settings into backends. Optional providers are imported lazily.
+
+``check_settings`` refuses, before anything loads or connects, the combinations that would start but could never
+work; ``build_engine`` runs it first.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from engine.domain.errors import ConfigurationError
 from engine.domain.ports import Classifier, Embedder, MemoryStore
@@ -8,6 +15,50 @@ from engine.domain.tuning import ProfileSource
 from engine.ledger import Ledger
 from engine.service import Engine
 from engine.settings import Settings
+
+LEDGER_FILE = "ledger.sqlite3"
+"""In the data directory on every store: the audit trail, the review queue, the recall log."""
+
+LOCAL_CLASSIFIERS = ("local", "local-v1")
+"""They read the local embedder's MiniLM vectors (traces.classifier.EMBEDDING_DIMENSION, 384-d) beside the text."""
+
+
+def _embedding_space(settings: Settings) -> str:
+    if settings.embedder == "mistral":
+        return f"{settings.mistral.embed_model} vectors ({settings.mistral.embed_dimension}-d)"
+    if settings.embedder == "hashing":
+        return "hashed word vectors (256-d, a stand-in for tests)"
+    return "MiniLM vectors (384-d)"
+
+
+def check_settings(settings: Settings) -> None:
+    """Raise ConfigurationError for settings that cannot work together, naming the variables and the fix.
+
+    Called at startup (``feltsense serve`` and ``worker``, and ``build_engine``), so a service never comes up
+    only to fail on every session close, or after minutes spent loading models.
+    """
+    if settings.classifier in LOCAL_CLASSIFIERS and settings.embedder != "local":
+        raise ConfigurationError(
+            f"FELTSENSE_CLASSIFIER={settings.classifier} with FELTSENSE_EMBEDDER={settings.embedder} cannot work: "
+            "the local classifier reads the local embedder's MiniLM vectors (384-d), and this embedder makes "
+            f"{_embedding_space(settings)}, so every session close would fail and its traces stay pending. Set "
+            "FELTSENSE_EMBEDDER=local, or FELTSENSE_CLASSIFIER=mistral (it reads the text, not the vectors)."
+        )
+    for variable, provider in (("FELTSENSE_EMBEDDER", settings.embedder),
+                               ("FELTSENSE_CLASSIFIER", settings.classifier)):
+        if provider == "mistral" and settings.mistral_api_key is None:
+            raise ConfigurationError(
+                f"{variable}=mistral needs MISTRAL_API_KEY, which is not set. Set MISTRAL_API_KEY, or "
+                f"{variable}=local for the offline model."
+            )
+    if settings.store == "weaviate":
+        url = urlsplit(settings.weaviate.url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ConfigurationError(
+                f"FELTSENSE_STORE=weaviate needs the server's address in FELTSENSE_WEAVIATE__URL, like "
+                f"http://127.0.0.1:8080; it is {settings.weaviate.url!r}. Set it, or FELTSENSE_STORE=embedded for "
+                "the store in FELTSENSE_DATA_DIR."
+            )
 
 
 def _mistral_key(settings: Settings) -> str:
@@ -80,12 +131,27 @@ def build_engine(
     classifier: Classifier | None = None,
     profiles: ProfileSource | None = None,
 ) -> Engine:
-    """Build an engine from settings; pass an embedder or classifier to share one already loaded."""
+    """Build an engine from settings; pass an embedder or classifier to share one already loaded. Built wholly
+    from settings, it runs ``check_settings`` first."""
+    if embedder is None and classifier is None:
+        check_settings(settings)
     embedder = embedder or build_embedder(settings)
     return Engine(
         store=build_store(settings, embedder),
         embedder=embedder,
         classifier=classifier or build_classifier(settings),
         profiles=profiles,
-        ledger=Ledger(settings.data_dir / "ledger.sqlite3"),
+        ledger=Ledger(settings.data_dir / LEDGER_FILE),
     )
+
+
+def build_embedded_engine(
+    data_dir: Path, *, embedder: Embedder, classifier: Classifier, profiles: ProfileSource | None = None
+) -> Engine:
+    """A fresh engine over the embedded store in ``data_dir`` (its ledger there too) with models already loaded:
+    what an evaluation or a benchmark builds per run. It reads no settings: none of them bear on it."""
+    from engine.adapters.embedded_store import EmbeddedStore
+
+    store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    return Engine(store=store, embedder=embedder, classifier=classifier, profiles=profiles,
+                  ledger=Ledger(data_dir / LEDGER_FILE))

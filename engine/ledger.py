@@ -152,7 +152,7 @@ def partition_key(character_id: str, user_id: str) -> str:
 class Ledger:
     """Audit trail, review queue, and the partitions the nightly sweep visits."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None) -> None:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(":memory:" if path is None else path, check_same_thread=False,
@@ -164,6 +164,12 @@ class Ledger:
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+
+    @classmethod
+    def in_memory(cls) -> Ledger:
+        """A ledger that lives only as long as this process: for tests and scratch engines (a replay, an
+        evaluation run), never for a service, whose audit trail and review queue must survive a restart."""
+        return cls(None)
 
     # -- audit -------------------------------------------------------------------------------------------
 

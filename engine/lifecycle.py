@@ -32,7 +32,7 @@ from engine.domain.text import terms
 from engine.domain.tuning import ProfileSource
 from engine.facts import FactService
 from engine.ledger import Ledger, ReviewItem, partition_key
-from engine.recall import strengths
+from engine.strength import strengths
 
 log = logging.getLogger("feltsense.lifecycle")
 MAX_QUERY_KINDS = 32

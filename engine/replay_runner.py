@@ -1,4 +1,4 @@
-"""Tuning replays (``engine.replay.compare_profiles``) run off the request threads, within limits.
+"""Tuning replays (``engine.transcripts.compare.compare_profiles``) run off the request threads, within limits.
 
 A replay is seconds of CPU, almost all of it model calls (an embedding per turn and per probe, under each of the
 two profiles). Measured on the 2-core development machine (December 2026, local MiniLM and classifier): 5 to 7 s
@@ -48,8 +48,9 @@ from engine.domain.errors import BackendUnavailable, Busy, FeltsenseError, Inval
 from engine.domain.ports import Classifier, Embedder, TraceClassification
 from engine.domain.tuning import TuningProfile
 from engine.factory import build_classifier, build_embedder
-from engine.replay import MAX_REPLAY_TURNS, ReplayComparison, Transcript, compare_profiles
 from engine.settings import Settings
+from engine.transcripts.compare import MAX_REPLAY_TURNS, ReplayComparison, compare_profiles
+from engine.transcripts.model import Transcript
 
 log = logging.getLogger("feltsense.replays")
 

@@ -37,8 +37,9 @@ from engine.gate import VisibilityGates
 from engine.ingest import Ingestor
 from engine.ledger import Ledger, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
-from engine.recall import Recaller, strengths
+from engine.recall import Recaller
 from engine.retrieval import Query, lexical_query, query_vector, rank
+from engine.strength import strengths
 from engine.writer import TraceWriter
 from traces.facts import AUTO_ACTIVE_RELATIONS
 
@@ -86,15 +87,15 @@ class Engine:
         embedder: Embedder,
         classifier: Classifier,
         profiles: ProfileSource | None = None,
+        ledger: Ledger,
         clock: Callable[[], datetime] = utc_now,
-        ledger: Ledger | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.classifier = classifier
         self.profiles = profiles or ProfileSource()
         self.clock = clock
-        self.ledger = ledger or Ledger()
+        self.ledger = ledger  # required: a service's audit trail and review queue are never silently in memory
         self.facts = FactService(store=store, embedder=embedder, ledger=self.ledger,
                                  auto_active=AUTO_ACTIVE_RELATIONS)
         self.lifecycle = Lifecycle(store=store, ledger=self.ledger, facts=self.facts, profiles=self.profiles,

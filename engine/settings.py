@@ -7,11 +7,15 @@ place that turns settings into backends. Nested values use a double underscore:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_TRANSCRIPT_DIRS = (Path("tests/transcripts"), Path("../shared/transcripts/examples"))
+"""What ``make serve`` from a checkout offers: its test transcripts and the shared examples beside it."""
 
 
 class WeaviateSettings(BaseModel):
@@ -75,3 +79,19 @@ class Settings(BaseSettings):
         default=None, pattern=r"^(redis|rediss|unix)://",
         description="an arq queue in Redis for the write-time jobs (run `feltsense worker`); unset: in-process",
     )
+    transcript_dirs: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=DEFAULT_TRANSCRIPT_DIRS,
+        description=(
+            "the directories whose transcripts the tuning page offers for replay, separated by the path separator "
+            "(':'; ';' on Windows) in the environment; relative ones are against the working directory, missing "
+            "ones are skipped, an empty value offers none"
+        ),
+    )
+
+    @field_validator("transcript_dirs", mode="before")
+    @classmethod
+    def _split_transcript_dirs(cls, value: object) -> object:
+        # From the environment the value is one string, like PATH; pydantic-settings would read it as JSON.
+        if isinstance(value, str):
+            return tuple(Path(part) for part in value.split(os.pathsep) if part)
+        return value

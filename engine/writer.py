@@ -27,7 +27,7 @@ from engine.domain.scopes import partition_for
 from engine.domain.tuning import ProfileSource, TuningProfile
 from engine.facts import FactService, ends_another
 from engine.ledger import Ledger, partition_key
-from engine.recall import stage_two_params
+from engine.strength import stage_two_params
 from scoring.rerank import salience_for
 from traces.anchors import lookup_words
 from traces.facts import ends_slot, extract

@@ -22,7 +22,8 @@ from numpy.typing import NDArray
 
 from engine.domain.models import RecallQuery, Turn, WindowTurn
 from engine.domain.ports import Classifier, Embedder
-from engine.factory import build_classifier, build_embedder, build_engine
+from engine.factory import build_classifier, build_embedded_engine, build_embedder
+from engine.ledger import Ledger
 from engine.service import Engine
 from engine.settings import Settings
 from scoring.reference import stage_two_reference
@@ -79,7 +80,7 @@ def _as_lists(case: ScorerCase) -> ListCase:
 def bench_scorer(*, iterations: int = 5000, seed: int = 7) -> dict[str, Any]:
     """Stage two, 40 -> 6, against the plain-Python reference (which must rank identically)."""
     from engine.domain.tuning import TuningProfile
-    from engine.recall import stage_two_params
+    from engine.strength import stage_two_params
 
     params: StageTwoParams = stage_two_params(TuningProfile())
     rng = np.random.default_rng(seed)
@@ -119,7 +120,7 @@ def _engine_stage_two_samples(iterations: int, seed: int) -> list[float]:
     from engine.adapters.hashing_embedder import HashingEmbedder
     from engine.domain.models import Candidate, Leg, Memory, MemoryKind, Trace, TraceStatus
     from engine.domain.tuning import ProfileSource
-    from engine.recall import Recaller
+    from engine.recall.stage_two import stage_two
 
     rng = random.Random(seed)
     start = datetime(2025, 1, 1, tzinfo=UTC)
@@ -140,13 +141,12 @@ def _engine_stage_two_samples(iterations: int, seed: int) -> list[float]:
     folder = tempfile.TemporaryDirectory(prefix="feltsense-bench-")
     store = EmbeddedStore(Path(folder.name), embedding_model=embedder.model_id, dimension=embedder.dimension)
     store.add_memories(list(memories.values()), embedder.embed([m.text for m in memories.values()]))
-    recaller = Recaller(store=store, embedder=embedder, profiles=ProfileSource(), clock=lambda: start)
     query = RecallQuery(character_id="ava", user_id="u", message="I walked Luna past the garden today")
     profile = ProfileSource().profile_for("ava")
     now = start + timedelta(days=130)
 
     def run() -> object:
-        return recaller.stage_two(query, candidates, memories, traces, now, profile, limit=6)
+        return stage_two(store, query, candidates, memories, traces, now, profile, limit=6)
 
     try:
         for _ in range(200):
@@ -325,7 +325,7 @@ def bench_recall(
 def embedded_engine_factory(root: Path) -> EngineFactory:
     def factory(embedder: Embedder, classifier: Classifier) -> Engine:
         data_dir = Path(tempfile.mkdtemp(prefix="feltsense-bench-", dir=root))
-        return build_engine(Settings(data_dir=data_dir, store="embedded"), embedder=embedder, classifier=classifier)
+        return build_embedded_engine(data_dir, embedder=embedder, classifier=classifier)
 
     return factory
 
@@ -335,13 +335,14 @@ def run_recall_benchmarks(
     stores: Sequence[str],
     *,
     queries: int,
+    settings: Settings,
     weaviate: tuple[str, int] | None = None,
     progress: Callable[[str], None] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
     windows: Sequence[int] = (0,),
 ) -> list[dict[str, Any]]:
-    """Each size on each store, in one run, with one embedder and classifier shared by all of them."""
-    settings = Settings()
+    """Each size on each store, in one run, with one embedder and classifier (those ``settings`` name) shared by
+    all of them."""
     memo = MemoEmbedder(build_embedder(settings))
     classifier = build_classifier(settings)
     results = []
@@ -372,7 +373,7 @@ def _weaviate_factory(server: tuple[str, int] | None) -> EngineFactory:
         prefix = f"Bench{time.time_ns()}"
         store = WeaviateStore(url, grpc_port=grpc_port, api_key=None, embedding_model=embedder.model_id,
                               dimension=embedder.dimension, collection_prefix=prefix, timeout_s=60.0)
-        return Engine(store=store, embedder=embedder, classifier=classifier)
+        return Engine(store=store, embedder=embedder, classifier=classifier, ledger=Ledger.in_memory())
 
     return factory
 

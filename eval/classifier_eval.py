@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,6 +38,9 @@ from engine.domain.models import REGISTERS
 from eval.emotion_sets import OTHER, SETS, SKIPPED, EmotionSet, Gold, load_set
 from traces.classifier import DEFAULT_WEIGHTS_PATH as V1_DEFAULT_WEIGHTS
 from traces.classifier import VaderFeatures
+
+if TYPE_CHECKING:
+    from engine.settings import Settings
 
 SET_NAMES = tuple(SETS)
 V1_WEIGHTS = V1_DEFAULT_WEIGHTS
@@ -96,7 +99,7 @@ class VaderBaseline:
                 for r, c in zip(vader_register(compound), compound, strict=True)]
 
 
-def engine_default_classifier() -> ClassifierLike:
+def engine_default_classifier(settings: Settings) -> ClassifierLike:
     """The classifier the engine ships by default: the "v2" column.
 
     The hook for v2: this is whatever ``engine.factory.build_classifier`` builds for ``classifier="local"``
@@ -104,9 +107,8 @@ def engine_default_classifier() -> ClassifierLike:
     v2, this column is v2 with no change here; to score a v2 that is not wired yet, return it from this function.
     """
     from engine.factory import build_classifier
-    from engine.settings import Settings
 
-    return build_classifier(Settings(classifier="local"))
+    return build_classifier(settings.model_copy(update={"classifier": "local"}))
 
 
 def v1_classifier() -> ClassifierLike:
@@ -115,9 +117,9 @@ def v1_classifier() -> ClassifierLike:
     return LocalClassifier.load(V1_WEIGHTS)
 
 
-def shipped_classifiers() -> dict[str, ClassifierLike]:
+def shipped_classifiers(settings: Settings) -> dict[str, ClassifierLike]:
     """The columns of ``feltsense eval classifier``, in order."""
-    return {"v2": engine_default_classifier(), "v1": v1_classifier(), "VADER": VaderBaseline()}
+    return {"v2": engine_default_classifier(settings), "v1": v1_classifier(), "VADER": VaderBaseline()}
 
 
 def classifier_name(classifier: ClassifierLike) -> str:

@@ -1,13 +1,16 @@
-"""The ``feltsense`` console script.
+"""The ``feltsense`` console script: the entry point, and the evaluation and benchmark commands.
+
+The service's commands (``serve``, ``worker``, ``keys``) live with the service, in ``api/cli.py``; this parser
+adds them (eval may import the API; nothing imports eval). ``main`` builds the run's one ``Settings`` (the
+FELTSENSE_* environment under the command's flags, ``api.cli.settings_for``) once the arguments parse, and hands
+it to every handler in ``Runtime``; a command that needs a variant derives it with ``model_copy(update=...)``.
 
 Each subcommand is a pair: an ``_add_<name>`` function that declares its arguments and sets ``handler``, and
 the handler, ``handler(args, runtime) -> exit status``. To add one (``serve``, ``bench scorer``, ...), write
 the pair and call the ``_add_`` function from ``build_parser``. Heavy imports (models, servers) go inside the
 handler, so ``feltsense --help`` and argument errors stay instant.
 
-    feltsense serve [--port N] [--data-dir DIR]   serve the API on the embedded default
-                    [--dev]                       ... with a development key, made once (DATA_DIR/dev-key)
-    feltsense worker [--burst]                    run the arq worker (write-time jobs; needs FELTSENSE_REDIS_URL)
+    feltsense serve | worker | keys ...           the service's commands (api/cli.py)
     feltsense eval run PATH... [--json FILE]     replay tester transcripts (../shared/transcripts/FORMAT.md)
                                [--html FILE]     ... and write the results as JSON / an HTML page
     feltsense eval facts [--data PATH]           fact extraction on LoCoMo: v1 and v2 recall, sample precision
@@ -33,8 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from api.cli import add_commands, settings_for
+
 if TYPE_CHECKING:
-    from api.auth import KeyStore
+    from engine.settings import Settings
     from eval.transcripts import EngineFactory
 
 EXIT_OK = 0
@@ -51,6 +56,8 @@ class Runtime:
 
     stdout: TextIO
     stderr: TextIO
+    settings: Settings
+    """The run's one settings object; handlers pass it (or a ``model_copy`` of it) down."""
     engine_factory: EngineFactory | None = None
     """For ``eval run``; None builds the real engines (loading the models) once the transcripts are valid."""
 
@@ -84,129 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"feltsense {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_serve(commands)
-    _add_worker(commands)
+    add_commands(commands)  # serve, worker, keys
     _add_eval(commands)
     _add_bench(commands)
-    _add_keys(commands)
     return parser
-
-
-def _add_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from api.auth import ROLES  # the standard library only: the parser stays instant
-
-    keys = commands.add_parser("keys", help="API keys")
-    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
-    create = key_commands.add_parser("create", help="create a key and print it (the only time it is shown)")
-    create.add_argument("--org", required=True, help="the organisation the key belongs to")
-    create.add_argument("--role", required=True, choices=ROLES,
-                        help="operator: only the sweep, over every organisation (see the README's roles)")
-    create.add_argument("--label", default="", help="a note kept with the key")
-    create.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
-    create.set_defaults(handler=handle_keys_create)
-    listing = key_commands.add_parser("list", help="list keys: id, organisation, role, label, created, revoked")
-    listing.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
-    listing.set_defaults(handler=handle_keys_list)
-    revoke = key_commands.add_parser("revoke", help="revoke a key by its id (the 16 hex digits after 'fs_')")
-    revoke.add_argument("key_id")
-    revoke.add_argument("--data-dir", type=Path, help="the service's data directory (default ./data)")
-    revoke.set_defaults(handler=handle_keys_revoke)
-
-
-def _key_store_for(args: argparse.Namespace) -> KeyStore:
-    from api.server import key_store
-    from engine.settings import Settings
-
-    return key_store(Settings() if args.data_dir is None else Settings(data_dir=args.data_dir))
-
-
-def handle_keys_list(args: argparse.Namespace, runtime: Runtime) -> int:
-    store = _key_store_for(args)
-    try:
-        keys = store.list()
-    finally:
-        store.close()
-    for key in keys:
-        state = f"revoked {key.revoked_at}" if key.revoked_at else "active"
-        print(f"{key.key_id}  org={key.org}  role={key.role}  created={key.created_at}  {state}  {key.label}".rstrip(),
-              file=runtime.stdout)
-    return EXIT_OK
-
-
-def handle_keys_revoke(args: argparse.Namespace, runtime: Runtime) -> int:
-    store = _key_store_for(args)
-    try:
-        key = store.revoke(args.key_id)
-    except KeyError:
-        print(f"feltsense keys revoke: no key with id {args.key_id!r} (see `feltsense keys list`)",
-              file=runtime.stderr)
-        return EXIT_INVALID
-    finally:
-        store.close()
-    print(f"revoked {key.key_id} (org {key.org}, role {key.role}) at {key.revoked_at}; it authenticates nothing now",
-          file=runtime.stdout)
-    return EXIT_OK
-
-
-def handle_keys_create(args: argparse.Namespace, runtime: Runtime) -> int:
-    store = _key_store_for(args)
-    try:
-        token = store.create(args.org, args.role, label=args.label)
-    except ValueError as exc:
-        print(f"feltsense keys create: {exc}", file=runtime.stderr)
-        return EXIT_INVALID
-    finally:
-        store.close()
-    print(token, file=runtime.stdout)
-    print(f"(org {args.org}, role {args.role}; stored hashed: this is the only time it is shown)",
-          file=runtime.stderr)
-    return EXIT_OK
-
-
-def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = commands.add_parser(
-        "serve", help="serve the API", description="Serve the feltsense API (settings from FELTSENSE_* variables)."
-    )
-    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default 8000)")
-    serve.add_argument("--data-dir", type=Path, help="where the embedded store keeps its files (default ./data)")
-    serve.add_argument("--dev", action="store_true",
-                       help="make a development key (org dev, role runtime) the first time and keep it in "
-                            "DATA_DIR/dev-key (printed only to a terminal); a revoked one is never made again")
-    serve.set_defaults(handler=handle_serve)
-
-
-def handle_serve(args: argparse.Namespace, runtime: Runtime) -> int:
-    from api.server import serve
-    from engine.settings import Settings
-
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir))
-                 if v is not None}
-    serve(Settings(**overrides), dev=args.dev)
-    return EXIT_OK
-
-
-def _add_worker(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    worker = commands.add_parser(
-        "worker", help="run the arq worker for the write-time jobs",
-        description="Run the arq worker: the write-time jobs the API queues in Redis, and the nightly maintenance "
-        "(settings from FELTSENSE_* variables, as for serve; FELTSENSE_REDIS_URL is required).",
-    )
-    worker.add_argument("--burst", action="store_true", help="run the queued jobs, then exit")
-    worker.set_defaults(handler=handle_worker)
-
-
-def handle_worker(args: argparse.Namespace, runtime: Runtime) -> int:
-    from api.worker import run
-    from engine.domain.errors import ConfigurationError
-    from engine.settings import Settings
-
-    try:
-        run(Settings(), burst=args.burst)
-    except ConfigurationError as exc:
-        print(f"feltsense worker: {exc}", file=runtime.stderr)
-        return EXIT_INVALID
-    return EXIT_OK
 
 
 def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -321,8 +209,8 @@ def handle_bench_recall(args: argparse.Namespace, runtime: Runtime) -> int:
         runtime.stdout.flush()
 
     results = run_recall_benchmarks(
-        args.memories, args.store, queries=args.queries, weaviate=server, windows=args.window,
-        progress=lambda msg: print(msg, file=runtime.stderr, flush=True), on_result=show,
+        args.memories, args.store, queries=args.queries, settings=runtime.settings, weaviate=server,
+        windows=args.window, progress=lambda msg: print(msg, file=runtime.stderr, flush=True), on_result=show,
     )
     if len(results) > 1:
         print("side by side (median / p99 ms):")
@@ -424,8 +312,8 @@ def handle_eval_window(args: argparse.Namespace, runtime: Runtime) -> int:
     if not data.exists():
         return fail(f"no data at {data}")
     try:
-        result = measure(args.source, data=args.data, split=args.split, limit=args.limit, sweep=args.sweep,
-                         calibrate=args.calibrate, out=runtime.stdout, err=runtime.stderr)
+        result = measure(args.source, settings=runtime.settings, data=args.data, split=args.split, limit=args.limit,
+                         sweep=args.sweep, calibrate=args.calibrate, out=runtime.stdout, err=runtime.stderr)
     except WindowDataError as exc:
         return fail(str(exc))
     except Exception:
@@ -489,7 +377,7 @@ def handle_eval_classifier(args: argparse.Namespace, runtime: Runtime) -> int:
 
     try:
         log("loading the classifiers...")
-        report = evaluate_sets(shipped_classifiers(), names, data_dir=args.data, cache_dir=args.cache,
+        report = evaluate_sets(shipped_classifiers(runtime.settings), names, data_dir=args.data, cache_dir=args.cache,
                                limit=args.limit, progress=log)
     except EmotionDataError as exc:
         return fail(str(exc))
@@ -501,7 +389,7 @@ def handle_eval_classifier(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.sets is None:
         from eval.classifier_eval import check_set_scores, render_check
 
-        report["handwritten_check"] = check_set_scores(shipped_classifiers(), args.cache)
+        report["handwritten_check"] = check_set_scores(shipped_classifiers(runtime.settings), args.cache)
         print("\n" + render_check(report["handwritten_check"]), file=runtime.stdout)
     if args.json_path is not None and not _wrote_json(args.json_path, report, runtime):
         return EXIT_ERROR
@@ -509,8 +397,7 @@ def handle_eval_classifier(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def _add_facts_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from eval.facts_eval import DEFAULT_SAMPLE, SAMPLE_SEED
-
+    # eval.facts_eval imports the engine: its defaults are resolved in the handler, so the parser stays instant.
     facts = eval_commands.add_parser(
         "facts", help="the fact extractor on LoCoMo: v1 and v2 recall of its observations, sample precision",
         description=(
@@ -522,10 +409,11 @@ def _add_facts_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentP
     )
     facts.add_argument("--data", type=Path, default=Path("../shared/data/locomo"), metavar="PATH",
                        help="the LoCoMo folder or its locomo10.json")
-    facts.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, metavar="FILE",
-                       help="the hand-checked precision sample (JSON lines)")
+    facts.add_argument("--sample", type=Path, metavar="FILE",
+                       help="the hand-checked precision sample (JSON lines; default "
+                            "eval/data/facts_precision_sample.jsonl)")
     facts.add_argument("--draw-sample", type=int, nargs=2, metavar=("V1", "V2"),
-                       help=f"draw this many facts of v1's and of v2's (seed {SAMPLE_SEED}) into --sample for "
+                       help="draw this many facts of v1's and of v2's (eval.facts_eval.SAMPLE_SEED) into --sample for "
                             "judging by hand, keeping the judgements already there; then report")
     facts.add_argument("--json", type=Path, metavar="FILE", dest="json_path", help="also write JSON")
     facts.set_defaults(handler=handle_eval_facts)
@@ -533,6 +421,7 @@ def _add_facts_eval(eval_commands: argparse._SubParsersAction[argparse.ArgumentP
 
 def handle_eval_facts(args: argparse.Namespace, runtime: Runtime) -> int:
     from eval.facts_eval import (
+        DEFAULT_SAMPLE,
         EXTRACTORS,
         FactsDataError,
         draw_sample,
@@ -544,13 +433,14 @@ def handle_eval_facts(args: argparse.Namespace, runtime: Runtime) -> int:
         write_sample,
     )
 
+    sample = args.sample if args.sample is not None else DEFAULT_SAMPLE
     try:
         if args.draw_sample is not None:
             conversations = load(args.data)
             found = {name: extractions(conversations, extract) for name, extract in EXTRACTORS.items()}
             sizes = dict(zip(EXTRACTORS, args.draw_sample, strict=True))
-            write_sample(draw_sample(found, sizes, read_sample(args.sample)), args.sample)
-        report = evaluate(args.data, args.sample)
+            write_sample(draw_sample(found, sizes, read_sample(sample)), sample)
+        report = evaluate(args.data, sample)
     except FactsDataError as exc:
         print(f"feltsense eval facts: {exc}", file=runtime.stderr)
         return EXIT_INVALID
@@ -635,7 +525,8 @@ def _run_locomo(args: argparse.Namespace, runtime: Runtime, command: str,
         print(f"feltsense eval {command}: --limit-conversations must be at least 1", file=runtime.stderr)
         return EXIT_INVALID
     try:
-        result = measure(args.data, limit=args.limit_conversations, out=runtime.stdout, err=runtime.stderr)
+        result = measure(args.data, settings=runtime.settings, limit=args.limit_conversations, out=runtime.stdout,
+                         err=runtime.stderr)
     except LocomoDataError as exc:
         print(f"feltsense eval {command}: {exc}", file=runtime.stderr)
         return EXIT_INVALID
@@ -701,7 +592,7 @@ def handle_eval_tone_thresholds(args: argparse.Namespace, runtime: Runtime) -> i
     from eval.tone_thresholds import evaluate, render
 
     try:
-        report = evaluate(args.data, args.cache)
+        report = evaluate(args.data, args.cache, settings=runtime.settings)
     except Exception:
         traceback.print_exc(file=runtime.stderr)
         print(f"the run broke off; exit status {EXIT_ERROR}", file=runtime.stderr)
@@ -713,12 +604,8 @@ def handle_eval_tone_thresholds(args: argparse.Namespace, runtime: Runtime) -> i
 
 
 def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
-    from eval.transcripts import (
-        TranscriptInvalid,
-        default_engine_factory,
-        load_transcripts,
-        run_transcripts,
-    )
+    from engine.transcripts.format import TranscriptInvalid
+    from eval.transcripts import default_engine_factory, load_transcripts, run_transcripts
 
     try:
         transcripts = load_transcripts(args.paths)
@@ -733,7 +620,7 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
         factory = runtime.engine_factory
         if factory is None:
             print("loading the embedder and classifier...", file=runtime.stderr)
-            factory = default_engine_factory()
+            factory = default_engine_factory(runtime.settings)
         report = run_transcripts(transcripts, engine_factory=factory, out=runtime.stdout)
     except Exception:
         traceback.print_exc(file=runtime.stderr)
@@ -762,8 +649,14 @@ def handle_eval_run(args: argparse.Namespace, runtime: Runtime) -> int:
 def main(argv: Sequence[str] | None = None, *, engine_factory: EngineFactory | None = None) -> int:
     """Run the ``feltsense`` command line and return its exit status; tests pass a fake ``engine_factory``."""
     args = build_parser().parse_args(argv)
+    try:
+        settings = settings_for(args)
+    except ValueError as exc:  # pydantic's ValidationError: a FELTSENSE_* variable that does not parse
+        print(f"feltsense {args.command}: invalid settings: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     handler: Handler = args.handler
-    return handler(args, Runtime(stdout=sys.stdout, stderr=sys.stderr, engine_factory=engine_factory))
+    return handler(args, Runtime(stdout=sys.stdout, stderr=sys.stderr, settings=settings,
+                                 engine_factory=engine_factory))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ from scoring.fusion import bm25, bm25_idf
 if TYPE_CHECKING:
     from engine.domain.ports import Classifier, Embedder
     from engine.service import Engine
+    from engine.settings import Settings
 
 KS = (1, 5, 6, 10)
 METHODS = ("dense", "bm25", "stage1", "stage2")
@@ -430,15 +431,13 @@ def run(
 ) -> dict[str, Any]:
     """Every conversation in a fresh engine (its own temporary data directory, the shared models), then the
     report over all questions."""
-    from engine.factory import build_engine
-    from engine.settings import Settings
+    from engine.factory import build_embedded_engine
 
-    base = Settings()
     scored: dict[str, list[Scored]] = {m: [] for m in METHODS}
     with tempfile.TemporaryDirectory(prefix="feltsense-locomo-") as tmp:
         for conversation in conversations:
-            settings = base.model_copy(update={"data_dir": Path(tmp) / conversation.sample_id, "store": "embedded"})
-            engine = build_engine(settings, embedder=embedder, classifier=classifier)
+            engine = build_embedded_engine(Path(tmp) / conversation.sample_id, embedder=embedder,
+                                           classifier=classifier)
             try:
                 for method, rows in evaluate_conversation(engine, conversation, progress).items():
                     scored[method].extend(rows)
@@ -447,15 +446,14 @@ def run(
     return report(scored)
 
 
-def measure(path: Path, *, limit: int | None, out: TextIO, err: TextIO) -> dict[str, Any]:
+def measure(path: Path, *, settings: Settings, limit: int | None, out: TextIO, err: TextIO) -> dict[str, Any]:
     """What ``feltsense eval locomo`` runs: load (``LocomoDataError`` when the data is not there or not LoCoMo),
-    load the default models, measure with a progress bar on ``err``, print the table on ``out``."""
+    load the models ``settings`` name, measure with a progress bar on ``err``, print the table on ``out``."""
     from engine.factory import build_classifier, build_embedder
-    from engine.settings import Settings
 
     conversations = load(path, limit=limit)
     print("loading the embedder and classifier...", file=err)
-    embedder, classifier = build_embedder(Settings()), build_classifier(Settings())
+    embedder, classifier = build_embedder(settings), build_classifier(settings)
     progress = Progress(work_units(conversations), err)
     started = time.monotonic()
     try:

@@ -32,8 +32,11 @@ from engine.domain.models import (
     TraceStatus,
 )
 from engine.domain.tuning import TuningProfile
-from engine.recall import stage_two_params, standing_bar
-from eval.transcripts import Probe, ProbeResult, RunReport, TranscriptRun
+from engine.recall import standing_bar
+from engine.strength import stage_two_params
+from engine.transcripts.model import Probe
+from engine.transcripts.replay import ProbeResult
+from eval.transcripts import RunReport, TranscriptRun
 from scoring.rerank import salience_for
 
 F64 = NDArray[np.float64]

@@ -49,10 +49,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from feltsense_client import (
+    AsyncFeltsenseClient,
+    CloseReport,
+    FeltsenseAPIError,
+    FeltsenseClient,
+    RecallQuery,
+    Turn,
+)
 
 from api.auth import DEV_KEY_FILE
-from api.client import AsyncFeltsenseClient, FeltsenseAPIError, FeltsenseClient
-from engine.domain.models import CloseReport, RecallQuery, Turn
 from eval.bench import QUERIES, synthetic_turns
 
 CHARACTER = "bench-ava"
@@ -204,7 +210,8 @@ def user_turns(user: str, config: ServeBenchConfig, index: int) -> list[Turn]:
     """A user's ``memories_per_user`` turns (user turns only: one memory each), sessions of 20 a day apart."""
     turns = synthetic_turns(config.memories_per_user, character=CHARACTER, user=user,
                             seed=config.seed * 100_003 + index, per_session=SESSION_TURNS)
-    return [turn for turn in turns if turn.role == "user"]
+    # the bench's turns are the engine's; the client sends its own model of a turn
+    return [Turn.model_validate(turn.model_dump()) for turn in turns if turn.role == "user"]
 
 
 def load(client: FeltsenseClient, config: ServeBenchConfig, progress: Progress) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from eval.locomo import CHARACTER_ID, Conversation, Progress, _ingest, load
 if TYPE_CHECKING:
     from engine.domain.ports import Classifier, Embedder
     from engine.service import Engine
+    from engine.settings import Settings
 
 PROBE_MESSAGE = "Hi! How have you been?"
 """What the closing recall says: standing rules do not depend on the message, so any neutral message will do."""
@@ -69,15 +70,13 @@ def conversation_rules(engine: Engine, conversation: Conversation, progress: Pro
 def run(conversations: Sequence[Conversation], *, embedder: Embedder, classifier: Classifier,
         progress: Progress | None = None) -> dict[str, Any]:
     """Every conversation in a fresh embedded engine (its own temporary data directory, the shared models)."""
-    from engine.factory import build_engine
-    from engine.settings import Settings
+    from engine.factory import build_embedded_engine
 
-    base = Settings()
     rows = []
     with tempfile.TemporaryDirectory(prefix="feltsense-standing-") as tmp:
         for conversation in conversations:
-            settings = base.model_copy(update={"data_dir": Path(tmp) / conversation.sample_id, "store": "embedded"})
-            engine = build_engine(settings, embedder=embedder, classifier=classifier)
+            engine = build_embedded_engine(Path(tmp) / conversation.sample_id, embedder=embedder,
+                                           classifier=classifier)
             try:
                 rows.append(conversation_rules(engine, conversation, progress))
                 profile = engine.profiles.profile_for(CHARACTER_ID)
@@ -107,14 +106,13 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def measure(path: Path, *, limit: int | None, out: TextIO, err: TextIO) -> dict[str, Any]:
-    """What ``feltsense eval standing-rules`` runs: load LoCoMo, the default models, ingest, print."""
+def measure(path: Path, *, settings: Settings, limit: int | None, out: TextIO, err: TextIO) -> dict[str, Any]:
+    """What ``feltsense eval standing-rules`` runs: load LoCoMo, the models ``settings`` name, ingest, print."""
     from engine.factory import build_classifier, build_embedder
-    from engine.settings import Settings
 
     conversations = load(path, limit=limit)
     print("loading the embedder and classifier...", file=err)
-    embedder, classifier = build_embedder(Settings()), build_classifier(Settings())
+    embedder, classifier = build_embedder(settings), build_classifier(settings)
     progress = Progress(sum(len(c.sessions) for c in conversations), err)
     try:
         result = run(conversations, embedder=embedder, classifier=classifier, progress=progress)

@@ -50,6 +50,7 @@ from traces.write_pass import sentences
 
 if TYPE_CHECKING:
     from engine.domain.ports import Classifier
+    from engine.settings import Settings
     from eval.train_classifier import FeatureBuilder
 
 STANDING_PRECISION = 0.9
@@ -263,16 +264,16 @@ def report_split(units: Sequence[Scored], tone_bar: float, standing_bar: float, 
     }
 
 
-def evaluate(data_dir: Path, cache_dir: Path, classifier: Classifier | None = None) -> dict[str, Any]:
-    """Choose on ESConv valid, report on ESConv test and ISEAR; the shipped classifier (the one the default
-    settings build, ``FELTSENSE_CLASSIFIER`` honoured) unless one is given."""
+def evaluate(data_dir: Path, cache_dir: Path, *, settings: Settings, classifier: Classifier | None = None
+             ) -> dict[str, Any]:
+    """Choose on ESConv valid, report on ESConv test and ISEAR; the classifier ``settings`` build
+    (``FELTSENSE_CLASSIFIER`` honoured) unless one is given."""
     from eval.train_classifier import FeatureBuilder
 
     if classifier is None:
         from engine.factory import build_classifier
-        from engine.settings import Settings
 
-        classifier = build_classifier(Settings())
+        classifier = build_classifier(settings)
     builder = FeatureBuilder(cache_dir)
     max_valence = ToneParams().max_valence
     valid = score_esconv(classifier, builder, data_dir / "esconv" / "valid.jsonl", max_valence)

@@ -1,8 +1,7 @@
 """Tester transcripts, format version 1: find and load the files, run them (each into a fresh engine), report.
 
-Parsing, validation, the probe checks and the replay itself live in ``engine.replay``, because the tuning page's
-replay needs them and nothing outside ``eval`` may import ``eval``; they are re-exported here, so the runner keeps
-one import. The contract is ../shared/transcripts/FORMAT.md; ``engine.replay`` lists the choices where it is silent.
+The format, its validation, the probe checks and the replay itself are ``engine.transcripts``, which the tuning
+page's replay uses too; import them from there. The contract is ../shared/transcripts/FORMAT.md.
 """
 
 from __future__ import annotations
@@ -16,28 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from engine.domain.models import Memory, Partition, Trace
-
-# Re-exported: the runner's callers and tests import these from here.
-from engine.replay import DEFAULT_TURN_GAP as DEFAULT_TURN_GAP
-from engine.replay import FORMAT_VERSION as FORMAT_VERSION
-from engine.replay import MAX_ID_CHARS as MAX_ID_CHARS
-from engine.replay import MAX_TEXT_CHARS as MAX_TEXT_CHARS
-from engine.replay import Issue as Issue
-from engine.replay import Probe as Probe
-from engine.replay import ProbeResult as ProbeResult
-from engine.replay import Session as Session
-from engine.replay import ToneCheck as ToneCheck
-from engine.replay import Transcript as Transcript
-from engine.replay import TranscriptEngine as TranscriptEngine
-from engine.replay import TranscriptInvalid as TranscriptInvalid
-from engine.replay import TranscriptTurn as TranscriptTurn
-from engine.replay import _clip, _constraint_label
-from engine.replay import check_probe as check_probe
-from engine.replay import parse_offset as parse_offset
-from engine.replay import parse_timestamp as parse_timestamp
-from engine.replay import parse_transcript as parse_transcript
-from engine.replay import recall_summary as recall_summary
-from engine.replay import replay as replay
+from engine.transcripts.checks import clip, constraint_label
+from engine.transcripts.format import Issue, TranscriptInvalid, parse_transcript
+from engine.transcripts.model import Transcript
+from engine.transcripts.replay import ProbeResult, TranscriptEngine, replay
 
 if TYPE_CHECKING:
     from engine.domain.tuning import ProfileSource, TuningProfile
@@ -212,15 +193,14 @@ def run_transcripts(
     return report
 
 
-def default_engine_factory(settings: Settings | None = None) -> EngineFactory:
-    """Engines with the default configuration (or ``settings``), sharing one embedder and classifier.
+def default_engine_factory(settings: Settings) -> EngineFactory:
+    """Engines as ``settings`` configure them, sharing one embedder and classifier.
 
     Loading the ONNX models is the slow part, so it happens once here rather than once per transcript.
     """
     from engine.factory import build_classifier, build_embedder, build_engine
-    from engine.settings import Settings
 
-    base = settings if settings is not None else Settings()
+    base = settings
     embedder = build_embedder(base)
     classifier = build_classifier(base)
 
@@ -250,7 +230,7 @@ def format_result(result: ProbeResult) -> str:
     """One line per probe; a failure adds what was expected and what recall returned, indented beneath it."""
     head = (
         f"{'PASS' if result.passed else 'FAIL'} {result.transcript} "
-        f"sessions[{result.session}].turns[{result.turn}]: {_clip(result.query.message)!r}"
+        f"sessions[{result.session}].turns[{result.turn}]: {clip(result.query.message)!r}"
     )
     if result.passed:
         return head
@@ -260,7 +240,7 @@ def format_result(result: ProbeResult) -> str:
     lines.append(f"    recall returned {len(recall.memories)} memories (mode {recall.trace.mode}):")
     for rank, memory in enumerate(recall.memories, start=1):
         legs = "+".join(leg.value for leg in memory.legs) or "no legs"
-        lines.append(f"      {rank}. {_clip(memory.text, 120)!r} [{memory.session_id}, {legs}]")
+        lines.append(f"      {rank}. {clip(memory.text, 120)!r} [{memory.session_id}, {legs}]")
         components = memory.components.model_dump()
         lines.append(
             "         " + " ".join(f"{name}={_format_number(value)}" for name, value in components.items())
@@ -278,7 +258,7 @@ def format_result(result: ProbeResult) -> str:
     in_force = recall.tone_in_force
     lines.append(f"    tone constraints in force ({len(in_force)}):")
     for constraint in in_force:
-        lines.append(f"      - {_constraint_label(constraint)}: {_clip(constraint.instruction, 160)!r}")
+        lines.append(f"      - {constraint_label(constraint)}: {clip(constraint.instruction, 160)!r}")
     if recall.resolutions:
         lines.append(f"    resolved, out of tone force ({len(recall.resolutions)}):")
         lines.extend(f"      - {r.register} {r.memory_id}: {r.note} ({r.link})" for r in recall.resolutions)

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from engine.domain.ports import Classifier, Embedder, TraceClassification
     from engine.domain.tuning import TuningProfile
     from engine.service import Engine
+    from engine.settings import Settings
     from eval.locomo import Progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -594,8 +595,7 @@ def run(
     memo caches), score every probe under ``methods`` with ``profile`` (the defaults when None), and, with
     ``sweep``, run it on the same engine afterwards (its rows go under ``"sweep"``)."""
     from engine.domain.tuning import ProfileSource, TuningProfile
-    from engine.factory import build_engine
-    from engine.settings import Settings
+    from engine.factory import build_embedded_engine
     from eval.bench import MemoEmbedder
 
     profiles = ProfileSource()
@@ -603,9 +603,8 @@ def run(
         profiles.set(profile.model_copy(update={"character_id": CHARACTER_ID}))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="feltsense-window-") as tmp:
-        settings = Settings().model_copy(update={"data_dir": Path(tmp), "store": "embedded"})
-        engine = build_engine(settings, embedder=MemoEmbedder(embedder), classifier=MemoClassifier(classifier),
-                              profiles=profiles)
+        engine = build_embedded_engine(Path(tmp), embedder=MemoEmbedder(embedder),
+                                       classifier=MemoClassifier(classifier), profiles=profiles)
         try:
             ingest(engine, cases, progress)
             ingested = time.monotonic() - started
@@ -798,13 +797,12 @@ def format_sweep(rows: Sequence[Mapping[str, Any]], *, baseline: Mapping[str, An
 
 
 def measure(
-    source: str, *, data: Path | None, split: str, limit: int | None, sweep: bool, out: TextIO, err: TextIO,
-    calibrate: bool = False,
+    source: str, *, settings: Settings, data: Path | None, split: str, limit: int | None, sweep: bool, out: TextIO,
+    err: TextIO, calibrate: bool = False,
 ) -> dict[str, Any]:
     """What ``feltsense eval window`` runs: load the cases (``WindowDataError`` when they are missing or
-    malformed), load the default models, run with a progress bar on ``err``, print the report on ``out``."""
+    malformed), load the models ``settings`` name, run with a progress bar on ``err``, print the report on ``out``."""
     from engine.factory import build_classifier, build_embedder
-    from engine.settings import Settings
     from eval.locomo import Progress
 
     if source == "dev":
@@ -814,7 +812,7 @@ def measure(
         cases = load_esconv(data or ESCONV_DIR, split, limit=limit)
         title = f"window recall, ESConv {split}" + (f" (first {limit} dialogues)" if limit else "")
     print("loading the embedder and classifier...", file=err)
-    embedder, classifier = build_embedder(Settings()), build_classifier(Settings())
+    embedder, classifier = build_embedder(settings), build_classifier(settings)
     progress = Progress(work_units(cases), err)
 
     def note(message: str) -> None:

@@ -162,6 +162,9 @@ def tone_masks(
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """Which memories carry a tone rule in force, and which of those have decayed into standing rules.
 
+    The one place this is decided: stage two asks it of each candidate (``stage_two``), recall's tone rules of
+    each episode's most intense memory, so a memory that left the ranking as a standing rule is the rule's.
+
     An intense negative trace (at or above ``min_intensity``, at or below ``max_valence``) carries a tone rule
     while its salience stays at or above ``standing_rule_salience``. Once below, it becomes a standing rule, in
     force on every turn, if it clears the standing bar (``standing_intensity``, its own intensity by default, at

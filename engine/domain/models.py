@@ -591,3 +591,10 @@ class CloseReport(Frozen):
     session_id: str
     traces_written: int
     traces_pending: int
+
+
+# Models that name a model defined after them (RecallTrace names ContextTrace, Candidate a later one) are completed
+# here, at import: pydantic would otherwise complete them on first use only, and a schema rendered before the first
+# recall would document RecallTrace.context as {} (tests/api/test_openapi_snapshot.py).
+for _model in (RecallTrace, Candidate):
+    _model.model_rebuild()

@@ -1,4 +1,4 @@
-"""The typed client against the real app: the engine's models in and out, problem details raised as exceptions.
+"""The typed client against the real app: the client's own models in and out, problem details raised as exceptions.
 
 The app runs in process (Litestar's test transport for the sync client, httpx's ASGI transport for the async one);
 only the Authorization-header test uses ``httpx.MockTransport``, and only the dead-port and silent-server tests use
@@ -12,33 +12,41 @@ import asyncio
 import inspect
 import re
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import feltsense_client
 import httpx
 import pytest
-from litestar import Litestar
-from litestar.testing import TestClient
-from litestar.testing import transport as litestar_transport
-
-import api.client
-from api.app import create_app
-from api.auth import KeyStore
-from api.client import (
+from feltsense_client import (
     AsyncFeltsenseClient,
     AuthError,
     CloseAccepted,
+    CloseReport,
+    CompactRecall,
     ConflictError,
     FeltsenseAPIError,
     FeltsenseClient,
     GoneError,
+    IngestReport,
     NotFoundError,
+    RecallQuery,
+    RecallResult,
+    Turn,
     UnavailableError,
     ValidationError,
+    WindowTurn,
 )
+from litestar import Litestar
+from litestar.testing import TestClient
+from litestar.testing import transport as litestar_transport
+
+from api.app import create_app
+from api.auth import KeyStore
 from engine.domain.errors import BackendUnavailable
-from engine.domain.models import CloseReport, CompactRecall, IngestReport, RecallQuery, RecallResult, Turn, WindowTurn
 from engine.jobs import FINISHED, InProcessJobs
 from engine.service import Engine
 
@@ -111,7 +119,7 @@ PARK = RecallQuery(character_id="ava", user_id="tester-1", message="I went for a
                    session_id="s2", at=datetime(2025, 3, 11, 9, tzinfo=UTC))
 
 
-def test_ingest_close_and_recall_round_trip_as_the_engines_models(memory: FeltsenseClient) -> None:
+def test_ingest_close_and_recall_round_trip_as_the_clients_models(memory: FeltsenseClient) -> None:
     report = memory.ingest(luna_turns())
     assert report == IngestReport(stored=3, duplicates=0, memories=2, awaiting_embedding=0)
     assert memory.ingest(luna_turns()).duplicates == 3
@@ -181,7 +189,7 @@ def test_a_404_raises_not_found(memory: FeltsenseClient) -> None:
 def test_a_503_raises_unavailable_with_the_retry_delay(
     service: Service, hashing_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def store_down(query: RecallQuery) -> RecallResult:
+    def store_down(query: object) -> object:
         raise BackendUnavailable("the store is restarting", backend="embedded", retry_after_s=7)
 
     monkeypatch.setattr(hashing_engine, "recall", store_down)
@@ -291,13 +299,37 @@ def test_readme_example_is_this_one() -> None:
     example = [block for block in blocks if "def character_loop(" in block]
     assert example, "README.md has no character-loop example (paste it from tests/api/test_client.py)"
     assert inspect.getsource(character_loop) in example[0], "README's character_loop differs from this file's"
+    # Its imports are the ones a runtime can make: run them, in a namespace of their own.
+    imports = "\n".join(line for line in example[0].splitlines() if line.startswith(("from ", "import ")))
+    namespace: dict[str, object] = {}
+    exec(imports, namespace)
+    assert {"FeltsenseClient", "RecallQuery", "Turn"} <= set(namespace)
+    assert all(not line.startswith(("from api", "from engine")) for line in imports.splitlines()), imports
 
 
 def test_public_api() -> None:
-    assert set(api.client.__all__) == {
-        "AsyncFeltsenseClient", "AuthError", "CloseAccepted", "CloseResult", "ConflictError", "FeltsenseAPIError",
-        "FeltsenseClient", "GoneError", "NotFoundError", "UnavailableError", "ValidationError",
+    assert set(feltsense_client.__all__) == {
+        "AsyncFeltsenseClient", "AuthError", "CloseAccepted", "CloseReport", "CloseResult", "CompactRecall",
+        "ConflictError", "FeltsenseAPIError", "FeltsenseClient", "GoneError", "IngestReport", "NotFoundError",
+        "RecallDetail", "RecallQuery", "RecallResult", "Turn", "UnavailableError", "ValidationError", "WindowTurn",
+        "__version__",
     }
     for error in (AuthError, ConflictError, GoneError, NotFoundError, UnavailableError, ValidationError):
         assert issubclass(error, FeltsenseAPIError)
+
+
+SERVER_PACKAGES = ("api", "engine", "eval", "traces", "scoring", "prompts")
+
+
+def test_the_client_imports_none_of_the_servers_packages(tmp_path: Path) -> None:
+    # A fresh interpreter, isolated (-I: no cwd, no PYTHONPATH) and with warnings as errors: a runtime that
+    # installs feltsense-client gets httpx and pydantic, and none of the server's generic top-level names.
+    check = (
+        "import sys; import feltsense_client, feltsense_client.models; "
+        f"server = sorted(m for m in sys.modules if m.split('.')[0] in {set(SERVER_PACKAGES)!r}); "
+        "assert not server, server"
+    )
+    done = subprocess.run([sys.executable, "-I", "-W", "error", "-c", check], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
 

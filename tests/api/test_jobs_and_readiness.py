@@ -14,6 +14,7 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.models import TraceStatus
 from engine.jobs import InProcessJobs
+from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import BrokenEmbedder, KeywordClassifier
 
@@ -80,7 +81,8 @@ def test_readiness_needs_no_key_and_checks_the_store_and_the_embedder(
 def test_readiness_is_503_with_retry_after_when_the_embedder_is_down(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
+    engine = Engine(ledger=Ledger.in_memory(),
+                    store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
     keys = KeyStore(tmp_path / "keys.sqlite3")
     try:
         with TestClient(create_app(engine, keys=keys)) as client:

@@ -21,6 +21,7 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.models import Partition
 from engine.domain.tuning import TuningProfile
+from engine.ledger import Ledger
 from engine.service import Engine
 from engine.tuning_store import TuningStore
 from tests.fakes import KeywordClassifier
@@ -44,7 +45,8 @@ def api(tmp_path: Path) -> Iterator[Api]:
     embedder = HashingEmbedder()
     tuning = TuningStore(tmp_path / "tuning.sqlite3")
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
+    engine = Engine(ledger=Ledger.in_memory(),
+                    store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
     keys = KeyStore(tmp_path / "keys.sqlite3")
     listed = tmp_path / "transcripts"
     listed.mkdir()

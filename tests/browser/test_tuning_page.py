@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from engine.domain.tuning import ScoringParams, StrengthParams, TuningProfile
-from engine.recall import stage_two_params, strength_params
+from engine.strength import stage_two_params, strength_params
 from scoring.rerank import salience_for, stage_two
 from scoring.strength import hybrid_decay, strength_curve
 from tests.servers.feltsense import FeltsenseService

@@ -30,6 +30,7 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.errors import BackendUnavailable
 from engine.domain.models import CloseReport, TraceStatus
+from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import FakeClassification, KeywordClassifier
 from tests.servers import redis as redis_servers
@@ -76,7 +77,7 @@ class Providers:
         self.embedder = SwitchableEmbedder()
         store = EmbeddedStore(tmp_path / "data", embedding_model=self.embedder.model_id,
                               dimension=self.embedder.dimension)
-        self.engine = Engine(store=store, embedder=self.embedder, classifier=self.classifier)
+        self.engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=self.embedder, classifier=self.classifier)
 
     def traces(self, session: str) -> list[tuple[TraceStatus, int]]:
         memories = self.engine.store.session_memories(session)

@@ -27,7 +27,8 @@ def test_bench_serve_starts_loads_drives_and_cleans_up(capsys: pytest.CaptureFix
     # The paced drive really is paced: 40 recalls offered at 20/s take about two seconds, not a burst.
     assert result["paced"]["elapsed_s"] >= 39 / 20
     assert result["throughput_rps"] == result["saturation"]["throughput_rps"] > 0
-    assert 0 < result["p50_ms"] <= result["p99_ms"] and result["p50_ms"] == result["paced"]["p50_ms"]
+    # The headline latencies are the paced drive's (what a user sees at a steady rate), not the burst's.
+    assert (result["p50_ms"], result["p99_ms"]) == (result["paced"]["p50_ms"], result["paced"]["p99_ms"])
     assert result["memories_stored"] == 60 and result["sessions"] == 3
 
     assert "using its development key" in captured.err  # found in the service's output, sent on every call

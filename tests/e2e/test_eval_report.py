@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 import eval.transcripts as transcripts
+from engine.transcripts.model import Transcript
+from engine.transcripts.replay import ProbeResult, TranscriptEngine
 from eval.cli import main
 from eval.report import BAR_SCALE_NOTE, COMPONENTS, MULTIPLIERS, bar_for, emotional_traces
-from eval.transcripts import ProbeResult, Transcript, TranscriptEngine, TranscriptRun
+from eval.transcripts import TranscriptRun
 from tests.conftest import shared_path
 
 pytestmark = pytest.mark.slow

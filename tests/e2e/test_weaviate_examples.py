@@ -18,7 +18,7 @@ from eval.cli import main
 from tests.conftest import shared_path
 
 if TYPE_CHECKING:
-    from eval.transcripts import TranscriptEngine
+    from engine.transcripts.replay import TranscriptEngine
     from tests.servers.weaviate import WeaviateServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.weaviate]

@@ -14,6 +14,7 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.domain.models import RecallQuery, RecallResult, Turn, WindowTurn
+from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 
@@ -41,7 +42,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path, onnx_embedder: Any) -
     if request.param == "embedded":
         store = EmbeddedStore(tmp_path / "data", embedding_model=onnx_embedder.model_id,
                               dimension=onnx_embedder.dimension)
-        built = Engine(store=store, embedder=onnx_embedder, classifier=KeywordClassifier())
+        built = Engine(ledger=Ledger.in_memory(), store=store, embedder=onnx_embedder, classifier=KeywordClassifier())
         yield built
         built.close()
         return
@@ -51,7 +52,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path, onnx_embedder: Any) -
     prefix = f"Window{uuid.uuid4().hex[:10]}"
     store_w = WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=onnx_embedder.model_id,
                             dimension=onnx_embedder.dimension, collection_prefix=prefix, timeout_s=30)
-    built = Engine(store=store_w, embedder=onnx_embedder, classifier=KeywordClassifier())
+    built = Engine(ledger=Ledger.in_memory(), store=store_w, embedder=onnx_embedder, classifier=KeywordClassifier())
     yield built
     built.close()
     server.drop_collections(prefix)

@@ -322,7 +322,7 @@ class PausingStore(EmbeddedStore):
 
 def test_a_recall_during_a_close_sees_all_of_the_sessions_facts_or_none(tmp_path: Path) -> None:
     store = PausingStore(tmp_path / "data", embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
-    engine = Engine(store=store, embedder=EMBEDDER, classifier=KeywordClassifier())
+    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=EMBEDDER, classifier=KeywordClassifier())
     try:
         engine.ingest([Turn.model_validate(t) for t in (
             _turn("a1", "I work at Pixel Bakery now.", session="s2"),

@@ -43,6 +43,7 @@ from engine.adapters.weaviate_store import WeaviateStore
 from engine.domain.models import TraceStatus
 from engine.domain.ports import MemoryStore
 from engine.jobs import InProcessJobs
+from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fake_mistral import FakeMistral
 from tests.fakes import KeywordClassifier
@@ -227,7 +228,7 @@ def test_weaviate_killed_mid_ingest_loses_no_acknowledged_turn(
 ) -> None:
     store = weaviate_store(private_weaviate)
     crash = CrashPoint(store, private_weaviate, "add_turns")
-    engine = Engine(store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
+    engine = Engine(ledger=Ledger.in_memory(), store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
     batches = [batch(n, sessions=3) for n in range(12)]
     acknowledged: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
@@ -281,7 +282,7 @@ def test_weaviate_killed_mid_recall_answers_503_then_recalls_again(
 ) -> None:
     store = weaviate_store(private_weaviate)
     crash = CrashPoint(store, private_weaviate, "search")
-    engine = Engine(store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
+    engine = Engine(ledger=Ledger.in_memory(), store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
     batches = [batch(n, sessions=2) for n in range(4)]
     try:
         with TestClient(create_app(engine, keys=keys, retry_interval_s=3600)) as client:
@@ -342,7 +343,7 @@ def test_closes_queued_in_a_redis_that_dies_are_still_written(
 ) -> None:
     prefix = f"Faults{uuid.uuid4().hex[:10]}"
     store = weaviate_store(weaviate_server, prefix)
-    engine = Engine(store=store, embedder=HashingEmbedder(), classifier=KeywordClassifier())
+    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=HashingEmbedder(), classifier=KeywordClassifier())
     batches = [batch(n, sessions=3) for n in range(6)]
     try:
         with TestClient(create_app(engine, keys=keys, jobs=ArqJobs(private_redis.url),
@@ -388,7 +389,7 @@ def test_a_mistral_outage_degrades_recall_and_loses_nothing(tmp_path: Path, keys
         embedder = MistralEmbedder(fake.api_key, dimension=fake.dimension, **retries)
         classifier = MistralClassifier(fake.api_key, model=fake.chat_model, **retries)
         store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-        engine = Engine(store=store, embedder=embedder, classifier=classifier)
+        engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=classifier)
         batches = [batch(n, sessions=2) for n in range(6)]
         modes: list[str] = []
         try:

@@ -35,6 +35,7 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.models import RecallQuery, Turn
 from engine.jobs import JobQueue
+from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process
@@ -369,7 +370,8 @@ def test_recall_and_close_at_far_off_times_are_refused_and_the_engine_stays_fini
     assert api.post("/v1/recall", {"character_id": "ava", "user_id": "u1", "message": "Luna", "at": at}
                     ).status_code == 422
     embedder = HashingEmbedder()
-    engine = Engine(store=EmbeddedStore(tmp_path / "engine", embedding_model=embedder.model_id,
+    engine = Engine(ledger=Ledger.in_memory(),
+                    store=EmbeddedStore(tmp_path / "engine", embedding_model=embedder.model_id,
                                         dimension=embedder.dimension), embedder=embedder,
                     classifier=KeywordClassifier())
     try:

@@ -1,4 +1,4 @@
-"""The real service for end-to-end tests: ``python -m eval.cli serve --dev`` on a free loopback port over a data
+"""The real service for end-to-end tests: ``python -m api.cli serve --dev`` on a free loopback port over a data
 directory, started, stopped (SIGTERM), crashed (SIGKILL) and started again on the same port and data."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class FeltsenseService:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:  # a file, not a pipe nobody reads: the service logs every recall
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "eval.cli", "serve", "--port", str(self.port), "--data-dir",
+                [sys.executable, "-m", "api.cli", "serve", "--port", str(self.port), "--data-dir",
                  str(self.data_dir), "--dev"],
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=REPO,

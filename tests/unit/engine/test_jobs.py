@@ -17,6 +17,7 @@ from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.errors import BackendUnavailable
 from engine.domain.models import TraceStatus
 from engine.jobs import InProcessJobs, write_job_id
+from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import BrokenClassifier, FakeClassification, KeywordClassifier
 from tests.sessions import CLOSED_AT, turns
@@ -39,7 +40,7 @@ class GatedClassifier(KeywordClassifier):
 def make_engine(tmp_path: Path, classifier: object) -> Engine:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    return Engine(store=store, embedder=embedder, classifier=classifier)  # type: ignore[arg-type]
+    return Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=classifier)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -57,8 +58,13 @@ def trace_statuses(engine: Engine, session: str) -> list[TraceStatus]:
     return [traces[m.memory_id].status for m in memories if m.memory_id in traces]
 
 
-def test_the_job_id_is_derived_from_the_session() -> None:
-    assert write_job_id("acme:s1") == "write-session:acme:s1"
+def test_a_sessions_job_id_is_shared_by_its_closes_and_carries_its_organisations_prefix() -> None:
+    # A repeated close shares its job (the queue refuses a second job with the id); another session never does. The
+    # API answers a job id only to the organisation whose prefix it starts with (api.app.job_status), so an
+    # organisation whose name extends another's ("acme2", "acme") must not match it.
+    assert write_job_id("acme:s1") == write_job_id("acme:s1") != write_job_id("acme:s2")
+    assert write_job_id("acme:s1").startswith(write_job_id("acme:"))
+    assert not write_job_id("acme2:s1").startswith(write_job_id("acme:"))
 
 
 def test_a_close_while_the_pass_is_pending_adds_nothing(gated: tuple[Engine, GatedClassifier]) -> None:

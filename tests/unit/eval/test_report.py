@@ -27,10 +27,13 @@ from engine.domain.models import (
     Turn,
 )
 from engine.domain.tuning import TuningProfile
+from engine.ledger import Ledger
 from engine.service import Engine
+from engine.transcripts.format import parse_transcript
+from engine.transcripts.model import Transcript
 from eval.cli import main
 from eval.report import COMPONENTS, emotional_traces, render_html, salience_series, sample_ages
-from eval.transcripts import RunReport, Transcript, parse_transcript, run_transcripts
+from eval.transcripts import RunReport, run_transcripts
 from tests.fakes import KeywordClassifier
 
 LUNA = """\
@@ -87,7 +90,7 @@ def hashing_factory() -> Callable[[Path], Engine]:
 
     def factory(data_dir: Path) -> Engine:
         store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        return Engine(store=store, embedder=embedder, classifier=KeywordClassifier())
+        return Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
 
     return factory
 

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.models import ScoreComponents
+from engine.ledger import Ledger
 from engine.service import Engine
+from engine.transcripts.format import parse_transcript
 from eval.report import (
     BAR_SCALE_NOTE,
     COMPONENTS,
@@ -30,7 +32,7 @@ from eval.report import (
     component_bars,
     render_html,
 )
-from eval.transcripts import parse_transcript, run_transcripts
+from eval.transcripts import run_transcripts
 from tests.fakes import KeywordClassifier
 
 
@@ -199,7 +201,7 @@ def test_the_page_states_the_scales_and_draws_every_bar_on_them(tmp_path: Path) 
 
     def factory(data_dir: Path) -> Engine:
         store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        return Engine(store=store, embedder=embedder, classifier=KeywordClassifier())
+        return Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
 
     report = run_transcripts([parse_transcript(LUNA, file="luna.yaml")], engine_factory=factory)
     page = render_html(report)

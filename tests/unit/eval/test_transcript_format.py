@@ -12,18 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from eval.transcripts import (
-    Issue,
-    Probe,
-    ToneCheck,
-    Transcript,
-    TranscriptInvalid,
-    expand_paths,
-    load_transcripts,
-    parse_offset,
-    parse_timestamp,
-    parse_transcript,
-)
+from engine.transcripts.format import Issue, TranscriptInvalid, parse_offset, parse_timestamp, parse_transcript
+from engine.transcripts.model import Probe, ToneCheck, Transcript
+from eval.transcripts import expand_paths, load_transcripts
 
 EXAMPLES = Path(__file__).resolve().parents[3].parent / "shared" / "transcripts" / "examples"
 needs_examples = pytest.mark.skipif(

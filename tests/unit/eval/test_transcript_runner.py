@@ -30,17 +30,13 @@ from engine.domain.models import (
     Turn,
     WindowTurn,
 )
+from engine.ledger import Ledger
+from engine.transcripts.checks import check_probe
+from engine.transcripts.format import parse_transcript
+from engine.transcripts.model import Probe, ToneCheck
+from engine.transcripts.replay import ProbeResult, replay
 from eval.cli import main
-from eval.transcripts import (
-    Probe,
-    ProbeResult,
-    ToneCheck,
-    check_probe,
-    format_result,
-    parse_transcript,
-    replay,
-    run_transcripts,
-)
+from eval.transcripts import format_result, run_transcripts
 
 START = datetime(2025, 3, 2, 18, tzinfo=UTC)
 
@@ -658,7 +654,8 @@ def test_the_runner_drives_the_real_engine_facade(tmp_path: Path) -> None:
 
     def factory(data_dir: Path) -> Engine:
         store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        engines.append(Engine(store=store, embedder=embedder, classifier=KeywordClassifier()))
+        engines.append(Engine(ledger=Ledger.in_memory(),
+                              store=store, embedder=embedder, classifier=KeywordClassifier()))
         return engines[-1]
 
     report = run_transcripts([parse_transcript(LUNA, file="luna.yaml")], engine_factory=factory)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from engine.domain.tuning import TuningProfile
-from engine.recall import stage_two_params
+from engine.strength import stage_two_params
 from scoring.decay import exponential_decay, half_life_days
 from scoring.reference import stage_two_reference
 from scoring.rerank import stage_two, tone_masks

@@ -1,12 +1,11 @@
 """A small typed client for character runtimes: ``ingest``, ``close_session`` and ``recall`` over HTTP.
 
-Requests and answers are the engine's own models (``engine.domain.models``). ``recall`` answers a
-``CompactRecall``: what
-a runtime needs for the turn, ``context.system`` for the system message and ``context.tail`` beside the user's
-message, with the tone rules in force and each memory in brief; ``recall(query, detail="full")`` answers the whole
-``RecallResult`` (every write-time trace, the score components, the recall's trace) for debugging and evaluation.
-Every error the service reports as RFC 9457 problem details, and every failure to reach it, leaves as one of these
-exceptions:
+Requests and answers are the client's own models (``feltsense_client.models``), not the server's: the client
+needs only httpx and pydantic. ``recall`` answers a ``CompactRecall``: what a runtime needs for the turn,
+``context.system`` for the system message and ``context.tail`` beside the user's message, with the tone rules in
+force and each memory in brief; ``recall(query, detail="full")`` answers the whole ``RecallResult`` (every
+write-time trace, the score components, the recall's trace) for debugging and evaluation. Every error the service
+reports as RFC 9457 problem details, and every failure to reach it, leaves as one of these exceptions:
 
     FeltsenseAPIError            any problem the service reported (status, title, detail, errors)
     ├── AuthError                401 / 403: no key, a wrong key, or a key without the role
@@ -36,16 +35,24 @@ from typing import Any, Literal, Self, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from engine.domain.models import CloseReport, CompactRecall, IngestReport, RecallDetail, RecallQuery, RecallResult, Turn
+from feltsense_client.models import (
+    CloseAccepted,
+    CloseReport,
+    CloseResult,
+    CompactRecall,
+    IngestReport,
+    RecallDetail,
+    RecallQuery,
+    RecallResult,
+    Turn,
+)
 
 __all__ = [
     "AsyncFeltsenseClient",
     "AuthError",
-    "CloseAccepted",
-    "CloseResult",
     "ConflictError",
     "FeltsenseAPIError",
     "FeltsenseClient",
@@ -55,9 +62,10 @@ __all__ = [
     "ValidationError",
 ]
 
-USER_AGENT = "feltsense-client/0.1.0"
+__version__ = "0.1.0"
+USER_AGENT = f"feltsense-client/{__version__}"
 DEFAULT_RETRY_AFTER_S = 5
-"""Used when a 503 or a transport error carries no Retry-After: the service's own default (engine.domain.errors)."""
+"""Used when a 503 or a transport error carries no Retry-After: the service's own default."""
 
 
 class FeltsenseAPIError(Exception):
@@ -114,21 +122,6 @@ class UnavailableError(FeltsenseAPIError):
         super().__init__(status, title, detail, errors)
         self.retry_after_s = retry_after_s
 
-
-class CloseAccepted(BaseModel):
-    """202: the service queued the session's write-time pass as a job instead of running it in the request."""
-
-    # Tolerant on purpose: the job answer is newer than the client and may grow fields; the client needs only these.
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    session_id: str
-    job_id: str
-    queued: bool = True
-    status: str = "queued"
-
-
-CloseResult = CloseReport | CloseAccepted
-"""What ``close_session`` returns: the pass's report (200), or the queued job (202)."""
 
 _STATUS_ERRORS: dict[int, type[FeltsenseAPIError]] = {
     401: AuthError,
