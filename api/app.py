@@ -43,6 +43,7 @@ from api.security import authenticator, require
 from api.tenancy import scope_query, scope_turn, unscope_result
 from api.tuning import default_transcript_dirs, tuning_routes
 from api.tuning_page import tuning_page
+from engine import Engine
 from engine.domain.errors import (
     BackendRejected,
     BackendUnavailable,
@@ -61,15 +62,13 @@ from engine.domain.models import (
     CompactRecall,
     Identifier,
     IngestReport,
-    Partition,
     RecallQuery,
     RecallResult,
     Turn,
 )
+from engine.domain.ports import ProfileStore
 from engine.jobs import FINISHED, JobQueue, JobState, JobStatus, write_job_id
 from engine.replay_runner import ReplayRunner, ThreadWorkers
-from engine.service import Engine
-from engine.tuning_store import TuningStore
 
 log = logging.getLogger("feltsense.api")
 access = logging.getLogger("feltsense.access")
@@ -404,10 +403,9 @@ async def _ready_check(name: str, check: Callable[[], Awaitable[object]]) -> tup
 
 @get("/readyz", summary="Readiness: the store, the embedder and the job queue answer", responses=problems(503))
 async def readyz(engine: EngineDep, jobs: OptionalJobsDep) -> Response[Any]:
-    probe = Partition(character_id="readyz", user_id="readyz")
     checks = [
-        _ready_check("store", lambda: asyncio.to_thread(engine.store.count, probe)),
-        _ready_check("embedder", lambda: asyncio.to_thread(engine.embedder.embed, ["readiness probe"])),
+        _ready_check("store", lambda: asyncio.to_thread(engine.ping_store)),
+        _ready_check("embedder", lambda: asyncio.to_thread(engine.ping_embedder)),
     ]
     if jobs is not None:
         checks.append(_ready_check(jobs.backend, jobs.ping))
@@ -419,7 +417,7 @@ async def readyz(engine: EngineDep, jobs: OptionalJobsDep) -> Response[Any]:
 
 
 def create_app(
-    engine: Engine, *, keys: KeyStore, tuning: TuningStore | None = None, retry_interval_s: float = 30.0,
+    engine: Engine, *, keys: KeyStore, tuning: ProfileStore | None = None, retry_interval_s: float = 30.0,
     jobs: JobQueue | None = None, transcript_dirs: Sequence[Path] | None = None, replays: ReplayRunner | None = None,
 ) -> Litestar:
     """The app over one engine. Every request authenticates with a key from ``keys``; tuning endpoints need a
@@ -430,7 +428,7 @@ def create_app(
     examples) for replay. Replays run on ``replays`` (default: a thread of this process, over the engine's embedder
     and classifier; the service passes worker processes)."""
     dirs = tuple(default_transcript_dirs() if transcript_dirs is None else transcript_dirs)
-    replay_runner = replays or ReplayRunner(ThreadWorkers(lambda: (engine.embedder, engine.classifier)))
+    replay_runner = replays or ReplayRunner(ThreadWorkers(lambda: engine.components()))  # read when a replay runs
 
     @contextlib.asynccontextmanager
     async def retry_pending(app: Litestar) -> AsyncIterator[None]:

@@ -13,10 +13,10 @@ from pathlib import Path
 from litestar.di import NamedDependency
 
 from api.auth import Principal
+from engine import Engine
+from engine.domain.ports import ProfileStore
 from engine.jobs import JobQueue
 from engine.replay_runner import ReplayRunner
-from engine.service import Engine
-from engine.tuning_store import TuningStore
 
 EngineDep = NamedDependency[Engine]
 """``engine``: the one engine the app serves."""
@@ -25,7 +25,7 @@ PrincipalDep = NamedDependency[Principal]
 """``principal``: the caller, from its API key (``api.security.authenticator``; a 401 without one). Taking it is
 what makes a route authenticated, and documented with the bearer scheme (``api.docs.bearer_documented``)."""
 
-TuningDep = NamedDependency[TuningStore | None]
+TuningDep = NamedDependency[ProfileStore | None]
 """``tuning``: the tuning store, or None when the app was built without one (tuning routes answer 503)."""
 
 JobsDep = NamedDependency[JobQueue]

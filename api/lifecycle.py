@@ -24,12 +24,19 @@ from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, IdQuery, OptionalIdQu
 from api.dependencies import EngineDep, PrincipalDep
 from api.security import OPERATOR_ROUTE, require
 from api.tenancy import unscope_memory
+from engine import ErasureReceipt, FactWrite, SweepReport, stored_sentence
 from engine.domain.errors import Forbidden, InvalidInput
-from engine.domain.models import ExtractedFact, Identifier, Memory, MemoryState, Partition, Scope
+from engine.domain.models import (
+    AuditEvent,
+    ExtractedFact,
+    Identifier,
+    Memory,
+    MemoryState,
+    Partition,
+    ReviewItem,
+    Scope,
+)
 from engine.domain.scopes import partition_for
-from engine.facts import FactWrite, stored_sentence
-from engine.ledger import AuditEvent, ReviewItem, partition_key
-from engine.lifecycle import ErasureReceipt, SweepReport
 
 READ_ROLES: dict[Scope, tuple[Role, ...]] = {
     "user": ("runtime", "evaluator"), "canon": ("runtime", "director", "evaluator", "admin"),
@@ -218,7 +225,7 @@ def audit_trail(engine: EngineDep, principal: PrincipalDep, character_id: IdQuer
     scope = level
     require(principal, *READ_ROLES[scope])
     partition = _partition(principal, scope, character_id, user_id)
-    events = engine.ledger.partition_history(partition_key(partition.character_id, partition.user_id))
+    events = engine.audit_trail(partition)
     return [e.model_copy(update={"partition": _public(principal, e.partition)}) for e in events]
 
 

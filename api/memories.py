@@ -16,10 +16,9 @@ from api.boundary import AUTHENTICATED, CharacterQuery, DetailQuery, RoundedJSON
 from api.dependencies import EngineDep, PrincipalDep
 from api.security import require
 from api.tenancy import scope_partition, unscope_memory, unscope_result
+from engine import ErasureReceipt, Found
 from engine.domain.errors import InvalidInput
 from engine.domain.models import CompactRecall, Memory, MemoryState, RecallMode, RecallResult, Trace
-from engine.lifecycle import ErasureReceipt
-from engine.service import Found
 
 MAX_PAGE = 200
 """The most memories one page lists (``limit``)."""

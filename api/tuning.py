@@ -21,6 +21,8 @@ from api.auth import scoped, unscoped
 from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, IdPath, Problem, problems
 from api.dependencies import PrincipalDep, ReplaysDep, TranscriptDirsDep, TuningDep
 from api.security import require
+from engine import strength_params
+from engine.domain.ports import ProfileStore, TuningVersion
 from engine.domain.tuning import (
     ContextParams,
     RetrievalParams,
@@ -33,11 +35,9 @@ from engine.domain.tuning import (
     WriteParams,
 )
 from engine.settings import DEFAULT_TRANSCRIPT_DIRS
-from engine.strength import strength_params
 from engine.transcripts.compare import ReplayComparison
 from engine.transcripts.format import TranscriptInvalid, parse_transcript
 from engine.transcripts.model import Transcript
-from engine.tuning_store import TuningStore, TuningVersion
 
 MAX_TRANSCRIPT_CHARS = 500_000
 MAX_LISTED_TRANSCRIPT_BYTES = 256 * 1024
@@ -164,7 +164,7 @@ class TranscriptFile(BaseModel):
     text: str
 
 
-def _store(tuning: TuningStore | None) -> TuningStore:
+def _store(tuning: ProfileStore | None) -> ProfileStore:
     if tuning is None:
         raise ServiceUnavailableException("this service has no tuning store configured")
     return tuning

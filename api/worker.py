@@ -35,11 +35,10 @@ from arq.typing import StartupShutdown, WorkerCoroutine
 from arq.worker import Function, Retry, Worker
 
 from api.jobs import WRITE_RESULT_KEPT_S, WRITE_SESSION, check_shared_store, redis_settings
+from engine import Engine, build_engine, check_settings
 from engine.domain.errors import BackendUnavailable, ConfigurationError
-from engine.factory import build_engine, check_settings
-from engine.service import Engine
 from engine.settings import Settings
-from engine.tuning_store import TuningStore
+from engine.tuning_store import SqliteTuningStore
 
 log = logging.getLogger("feltsense.worker")
 
@@ -93,7 +92,7 @@ async def startup(ctx: dict[str, Any]) -> None:
                                  "variables), or from code with create_worker(redis_url, settings=...)")
     check_shared_store(settings)
     # The same tuning profiles as the API (api/server.py), so a job writes with the profile a director saved.
-    ctx["tuning"] = tuning = TuningStore(settings.data_dir / "tuning.sqlite3")
+    ctx["tuning"] = tuning = SqliteTuningStore(settings.data_dir / "tuning.sqlite3")
     ctx["engine"] = await asyncio.to_thread(build_engine, settings, profiles=tuning)  # loads models: off the loop
 
 
@@ -101,7 +100,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     engine: Engine | None = ctx.pop("engine", None)
     if engine is not None:
         engine.close()
-    tuning: TuningStore | None = ctx.pop("tuning", None)
+    tuning: SqliteTuningStore | None = ctx.pop("tuning", None)
     if tuning is not None:
         tuning.close()
 

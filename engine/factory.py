@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import ConfigurationError
 from engine.domain.ports import Classifier, Embedder, MemoryStore
 from engine.domain.tuning import ProfileSource
-from engine.ledger import Ledger
 from engine.service import Engine
 from engine.settings import Settings
 
@@ -113,7 +113,7 @@ def build_store(settings: Settings, embedder: Embedder) -> MemoryStore:
 
         return EmbeddedStore(settings.data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
     if settings.store == "weaviate":
-        from engine.adapters.weaviate_store import WeaviateStore
+        from engine.adapters.weaviate import WeaviateStore
 
         w = settings.weaviate
         return WeaviateStore(
@@ -141,7 +141,7 @@ def build_engine(
         embedder=embedder,
         classifier=classifier or build_classifier(settings),
         profiles=profiles,
-        ledger=Ledger(settings.data_dir / LEDGER_FILE),
+        ledger=SqliteLedger(settings.data_dir / LEDGER_FILE),
     )
 
 
@@ -154,4 +154,4 @@ def build_embedded_engine(
 
     store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
     return Engine(store=store, embedder=embedder, classifier=classifier, profiles=profiles,
-                  ledger=Ledger(data_dir / LEDGER_FILE))
+                  ledger=SqliteLedger(data_dir / LEDGER_FILE))

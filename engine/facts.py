@@ -35,11 +35,11 @@ from engine.domain.models import (
     Source,
     Status,
     StrengthSignals,
+    partition_key,
 )
-from engine.domain.ports import Embedder, MemoryStore
+from engine.domain.ports import Embedder, Ledger, MemoryStore
 from engine.domain.scopes import partition_for
 from engine.domain.vocabulary import ended_value, fact_sentence
-from engine.ledger import Ledger, partition_key
 from traces.facts import well_formed
 
 log = logging.getLogger("feltsense.facts")

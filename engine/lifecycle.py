@@ -26,12 +26,11 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from engine.domain.errors import InvalidInput, NotFound
-from engine.domain.models import Memory, MemoryState, Partition, TraceStatus
-from engine.domain.ports import MemoryStore
+from engine.domain.models import Memory, MemoryState, Partition, ReviewItem, TraceStatus, partition_key
+from engine.domain.ports import Ledger, MemoryStore
 from engine.domain.text import terms
 from engine.domain.tuning import ProfileSource
 from engine.facts import FactService
-from engine.ledger import Ledger, ReviewItem, partition_key
 from engine.strength import strengths
 
 log = logging.getLogger("feltsense.lifecycle")

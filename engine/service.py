@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from engine.domain.errors import InvalidInput, NotFound
 from engine.domain.models import (
+    AuditEvent,
     CloseReport,
     ExtractedFact,
     IngestReport,
@@ -22,20 +23,21 @@ from engine.domain.models import (
     RecallQuery,
     RecallResult,
     Resolution,
+    ReviewItem,
     Scope,
     Source,
     StrengthSignals,
     Trace,
     TraceStatus,
     Turn,
+    partition_key,
 )
-from engine.domain.ports import Classifier, Embedder, MemoryStore
+from engine.domain.ports import Classifier, Embedder, Ledger, MemoryStore
 from engine.domain.scopes import partition_for, visible
 from engine.domain.tuning import ProfileSource
 from engine.facts import Actor, FactService, FactWrite
 from engine.gate import VisibilityGates
 from engine.ingest import Ingestor
-from engine.ledger import Ledger, ReviewItem, partition_key
 from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
 from engine.recall import Recaller
 from engine.retrieval import Query, lexical_query, query_vector, rank
@@ -50,6 +52,8 @@ EVERY_MEMORY_BEFORE = datetime(2262, 1, 1, tzinfo=UTC)
 """A search's bound on when a memory was said: in effect none (a replayed transcript may be dated after the engine's
 now). Not year 9999: Weaviate filters dates as 64-bit nanoseconds since 1970, which end in April 2262, and a later
 bound matched nothing there."""
+READINESS_PROBE = Partition(character_id="readyz", user_id="readyz")
+"""The partition a readiness check counts (``Engine.ping_store``): nobody's, so the count is cheap."""
 
 
 @dataclass(frozen=True)
@@ -377,6 +381,25 @@ class Engine:
     def decide(self, item_id: str, decision: str, partitions: list[Partition], *, by: str) -> ReviewItem:
         with self._write_lock:
             return self.lifecycle.decide(item_id, decision, partitions, by=by)
+
+    def audit_trail(self, partition: Partition) -> list[AuditEvent]:
+        """A level's audit trail, oldest first: what existed and how it changed, never what it said."""
+        return self.ledger.partition_history(partition_key(partition.character_id, partition.user_id))
+
+    # -- readiness, replays ---------------------------------------------------------------------------------
+
+    def ping_store(self) -> None:
+        """Raises unless the store answers (a readiness check)."""
+        self.store.count(READINESS_PROBE)
+
+    def ping_embedder(self) -> None:
+        """Raises unless the embedder answers (a readiness check: one short line embedded)."""
+        self.embedder.embed(["readiness probe"])
+
+    def components(self) -> tuple[Embedder, Classifier]:
+        """The embedder and classifier this engine runs on: what a replay on this process uses
+        (``engine.replay_runner.ThreadWorkers``)."""
+        return self.embedder, self.classifier
 
     def close(self) -> None:
         self.store.close()

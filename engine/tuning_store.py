@@ -1,5 +1,6 @@
-"""Versioned tuning profiles: every saved change is a new version, and the previous ones are kept with who
-made them and why, so a director can see the history and roll back.
+"""Versioned tuning profiles in SQLite (``engine.domain.ports.ProfileStore``): every saved change is a new
+version, and the previous ones are kept with who made them and why, so a director can see the history and roll
+back.
 
 Profiles are small and change rarely, so they live in their own SQLite file beside the data, whichever memory
 store is configured.
@@ -21,9 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from engine.domain.errors import Conflict, InvalidInput
+from engine.domain.errors import InvalidInput
+from engine.domain.ports import NoChange, TuningVersion
 from engine.domain.tuning import ProfileSource, TuningProfile
 
 log = logging.getLogger("feltsense.tuning")
@@ -43,25 +45,7 @@ CREATE TABLE IF NOT EXISTS tuning (
 """
 
 
-class NoChange(Conflict):
-    """A save whose values equal the version in force (409): it would be a version that changes nothing."""
-
-    def __init__(self, version: int) -> None:
-        super().__init__(f"no change: the values equal version {version}, the one in force; change a value first")
-        self.version = version
-
-
-class TuningVersion(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    version: int
-    profile: TuningProfile
-    author: str
-    note: str
-    saved_at: datetime
-
-
-class TuningStore(ProfileSource):
+class SqliteTuningStore(ProfileSource):
     """A ProfileSource that persists every version. Characters never tuned use the defaults (version 1)."""
 
     def __init__(self, path: Path, default: TuningProfile | None = None) -> None:

@@ -21,12 +21,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.domain.errors import NotFound
-from engine.domain.models import CloseReport, Memory, MemoryKind, Partition, Resolution, Trace, TraceStatus
-from engine.domain.ports import Classifier, Embedder, MemoryStore
+from engine.domain.models import (
+    CloseReport,
+    Memory,
+    MemoryKind,
+    Partition,
+    Resolution,
+    Trace,
+    TraceStatus,
+    partition_key,
+)
+from engine.domain.ports import Classifier, Embedder, MemoryStore, ResolutionLog
 from engine.domain.scopes import partition_for
 from engine.domain.tuning import ProfileSource, TuningProfile
 from engine.facts import FactService, ends_another
-from engine.ledger import Ledger, partition_key
 from engine.strength import stage_two_params
 from scoring.rerank import salience_for
 from traces.anchors import lookup_words
@@ -52,7 +60,7 @@ class TraceWriter:
         clock: Callable[[], datetime],
         facts: FactService,
         publish: Callable[[Partition], AbstractContextManager[None]] = lambda partition: nullcontext(),
-        ledger: Ledger | None = None,
+        ledger: ResolutionLog | None = None,
     ) -> None:
         self._facts = facts
         self._ledger = ledger  # where resolutions are recorded; None: resolutions are not looked for

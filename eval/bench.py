@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import RecallQuery, Turn, WindowTurn
 from engine.domain.ports import Classifier, Embedder
 from engine.factory import build_classifier, build_embedded_engine, build_embedder
-from engine.ledger import Ledger
 from engine.service import Engine
 from engine.settings import Settings
 from scoring.reference import stage_two_reference
@@ -368,12 +368,12 @@ def _weaviate_factory(server: tuple[str, int] | None) -> EngineFactory:
     url, grpc_port = server
 
     def factory(embedder: Embedder, classifier: Classifier) -> Engine:
-        from engine.adapters.weaviate_store import WeaviateStore
+        from engine.adapters.weaviate import WeaviateStore
 
         prefix = f"Bench{time.time_ns()}"
         store = WeaviateStore(url, grpc_port=grpc_port, api_key=None, embedding_model=embedder.model_id,
                               dimension=embedder.dimension, collection_prefix=prefix, timeout_s=60.0)
-        return Engine(store=store, embedder=embedder, classifier=classifier, ledger=Ledger.in_memory())
+        return Engine(store=store, embedder=embedder, classifier=classifier, ledger=SqliteLedger.in_memory())
 
     return factory
 

@@ -9,7 +9,7 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ledger import Ledger
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 
@@ -33,7 +33,7 @@ def hashing_engine(tmp_path: Path) -> Iterator[Engine]:
     """A fast engine for unit and API tests: hashing embedder, keyword classifier, embedded store."""
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
     yield engine
     engine.close()
 

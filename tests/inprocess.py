@@ -17,13 +17,14 @@ from litestar import Litestar
 
 from api.app import create_app
 from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.jobs import InProcessJobs
-from engine.ledger import Ledger
 from engine.replay_runner import ReplayRunner
 from engine.service import Engine
-from engine.tuning_store import TuningStore
+from engine.tuning_store import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 
@@ -32,19 +33,19 @@ class InProcess:
     app: Litestar
     engine: Engine
     keys: KeyStore
-    tuning: TuningStore
+    tuning: SqliteTuningStore
 
 
 @contextlib.contextmanager
-def in_process(root: Path, *, engine_class: type[Engine] = Engine, ledger_class: type[Ledger] = Ledger,
+def in_process(root: Path, *, engine_class: type[Engine] = Engine, ledger_class: type[SqliteLedger] = SqliteLedger,
                queued: bool = False, replays: ReplayRunner | None = None) -> Iterator[InProcess]:
     """Files under ``root``: ``data/`` (the store), ``ledger.sqlite3``, ``tuning.sqlite3``, ``keys.sqlite3``."""
     embedder = HashingEmbedder()
-    tuning = TuningStore(root / "tuning.sqlite3")
+    tuning = SqliteTuningStore(root / "tuning.sqlite3")
     store = EmbeddedStore(root / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     engine = engine_class(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
                           ledger=ledger_class(root / "ledger.sqlite3"))
-    keys = KeyStore(root / "keys.sqlite3")
+    keys = SqliteKeyStore(root / "keys.sqlite3")
     try:
         app = create_app(engine, keys=keys, tuning=tuning, transcript_dirs=(),
                          jobs=InProcessJobs(engine) if queued else None, replays=replays)

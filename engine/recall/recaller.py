@@ -28,7 +28,8 @@ from prompts.tokens import TokenCounter, default_counter
 
 log = logging.getLogger("feltsense.recall")
 Resolutions = Callable[[Partition, datetime], dict[str, Resolution]]
-"""A user's resolutions in force at a time, by the memory resolved (``engine.ledger.Ledger.resolutions_in_force``)."""
+"""A user's resolutions in force at a time, by the memory resolved
+(``engine.domain.ports.ResolutionLog.resolutions_in_force``)."""
 
 TIER_RANK = {"low": 0, "standard": 1, "high": 2}
 

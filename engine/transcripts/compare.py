@@ -9,10 +9,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import InvalidInput
 from engine.domain.ports import Classifier, Embedder
 from engine.domain.tuning import ProfileSource, TuningProfile
-from engine.ledger import Ledger
 from engine.service import Engine
 from engine.transcripts.checks import constraint_label
 from engine.transcripts.model import Transcript
@@ -86,7 +86,7 @@ def replay_with_profile(
     try:
         store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
         engine = Engine(store=store, embedder=embedder, classifier=classifier,
-                        profiles=ProfileSource(default=profile), ledger=Ledger.in_memory())
+                        profiles=ProfileSource(default=profile), ledger=SqliteLedger.in_memory())
         try:
             return replay(transcript, engine)
         finally:

@@ -46,6 +46,7 @@ from litestar.testing import transport as litestar_transport
 
 from api.app import create_app
 from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
 from engine.domain.errors import BackendUnavailable
 from engine.jobs import FINISHED, InProcessJobs
 from engine.service import Engine
@@ -96,7 +97,7 @@ class Service:
 
 @pytest.fixture
 def service(hashing_engine: Engine, tmp_path: Path) -> Iterator[Service]:
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     yield Service(create_app(hashing_engine, keys=keys), keys)
     keys.close()
 

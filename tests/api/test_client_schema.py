@@ -21,9 +21,9 @@ from litestar.testing import TestClient
 from pydantic import BaseModel
 
 from api.app import create_app
-from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.jobs import InProcessJobs
-from engine.ledger import Ledger
 from engine.service import Engine
 
 SERVED_AS = {"Turn": "ReportedTurn", "RecallQuery": "RecallRequest", "CloseAccepted": "CloseQueued"}
@@ -94,8 +94,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     tmp = tmp_path_factory.mktemp("schema")
     embedder = HashingEmbedder()
     store = EmbeddedStore(Path(tmp) / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    service = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
-    keys = KeyStore(Path(tmp) / "keys.sqlite3")
+    service = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    keys = SqliteKeyStore(Path(tmp) / "keys.sqlite3")
     schemas: dict[str, Any] = {"paths": {}, "queued_paths": {}, "components": {}}
     try:
         for key, app in (("paths", create_app(service, keys=keys)),

@@ -20,13 +20,14 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore, scoped
+from api.sqlite_keys import SqliteKeyStore
 from api.tenancy import unscope_result
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import CompactMemory, CompactRecall, CompactToneRule, Partition, RecallResult
-from engine.ledger import Ledger
 from engine.service import Engine
-from engine.tuning_store import TuningStore
+from engine.tuning_store import SqliteTuningStore
 from tests.fakes import BrokenEmbedder, KeywordClassifier
 
 SAID = datetime(2025, 3, 2, 18, tzinfo=UTC)
@@ -85,11 +86,11 @@ class Api:
 def api(tmp_path: Path) -> Iterator[Api]:
     clock = Clock(SAID + timedelta(days=9))
     embedder = HashingEmbedder()
-    tuning = TuningStore(tmp_path / "tuning.sqlite3")
+    tuning = SqliteTuningStore(tmp_path / "tuning.sqlite3")
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning, clock=clock,
-                    ledger=Ledger(tmp_path / "ledger.sqlite3"))
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+                    ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
+    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     with TestClient(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=())) as client:
         yield Api(client, engine, clock, keys)
     engine.close()
@@ -303,9 +304,9 @@ def test_a_search_answers_one_page_and_says_so_when_offset_is_given(api: Api) ->
 def test_a_search_with_the_embedder_down_answers_lexically_then_by_substring_and_says_so(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(),
+    engine = Engine(ledger=SqliteLedger.in_memory(),
                     store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
     where = {"character_id": "ava", "user_id": "tester-1"}
     with TestClient(create_app(engine, keys=keys, transcript_dirs=())) as client:

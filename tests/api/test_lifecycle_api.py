@@ -12,11 +12,12 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ledger import Ledger
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
-from engine.tuning_store import TuningStore
+from engine.tuning_store import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 
@@ -52,11 +53,11 @@ class Api:
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
     embedder = HashingEmbedder()
-    tuning = TuningStore(tmp_path / "tuning.sqlite3")
+    tuning = SqliteTuningStore(tmp_path / "tuning.sqlite3")
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
-                    ledger=Ledger(tmp_path / "ledger.sqlite3"))
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+                    ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
+    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     with TestClient(create_app(engine, keys=keys, tuning=tuning)) as client:
         yield Api(client, keys)
     engine.close()

@@ -14,9 +14,10 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ledger import Ledger
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 
@@ -40,8 +41,8 @@ class Api:
 def api(tmp_path: Path) -> Iterator[Api]:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     with TestClient(create_app(engine, keys=keys)) as client:
         yield Api(client, keys)
     engine.close()

@@ -11,11 +11,12 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ledger import Ledger
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
-from engine.tuning_store import TuningStore
+from engine.tuning_store import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 SECRET = "My secret is the blue door and Luna died."
@@ -46,11 +47,11 @@ class Api:
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
     embedder = HashingEmbedder()
-    tuning = TuningStore(tmp_path / "tuning.sqlite3")
+    tuning = SqliteTuningStore(tmp_path / "tuning.sqlite3")
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(),
+    engine = Engine(ledger=SqliteLedger.in_memory(),
                     store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     with TestClient(create_app(engine, keys=keys, tuning=tuning)) as client:
         yield Api(client, keys)
     engine.close()
@@ -164,10 +165,10 @@ def test_a_key_made_by_the_cli_works_until_revoked_by_the_cli(
 
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "store", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
-    keys = KeyStore(data / "keys.sqlite3")  # what `feltsense serve --data-dir` opens
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    keys = SqliteKeyStore(data / "keys.sqlite3")  # what `feltsense serve --data-dir` opens
     query = {"character_id": "ava", "user_id": "u", "message": "hi"}
-    with TestClient(create_app(engine, keys=keys, tuning=TuningStore(tmp_path / "t.sqlite3"))) as client:
+    with TestClient(create_app(engine, keys=keys, tuning=SqliteTuningStore(tmp_path / "t.sqlite3"))) as client:
         assert client.post("/v1/recall", json=query, headers={"Authorization": f"Bearer {token}"}).status_code == 200
 
         assert main(["keys", "list", "--data-dir", str(data)]) == 0

@@ -17,13 +17,14 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import Partition
 from engine.domain.tuning import TuningProfile
-from engine.ledger import Ledger
 from engine.service import Engine
-from engine.tuning_store import TuningStore
+from engine.tuning_store import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,11 +44,11 @@ class Api:
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
     embedder = HashingEmbedder()
-    tuning = TuningStore(tmp_path / "tuning.sqlite3")
+    tuning = SqliteTuningStore(tmp_path / "tuning.sqlite3")
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(),
+    engine = Engine(ledger=SqliteLedger.in_memory(),
                     store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     listed = tmp_path / "transcripts"
     listed.mkdir()
     (listed / "job-change.yaml").write_text(JOB_CHANGE)

@@ -36,7 +36,7 @@ def factory(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
     if request.param == "embedded":
         yield embedded
         return
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
 
     server = request.getfixturevalue("weaviate_server")
     prefix = f"Contract{uuid.uuid4().hex[:10]}"

@@ -554,7 +554,7 @@ def test_the_turn_before_a_memory_joins_its_lexical_document(store: MemoryStore)
 
 @pytest.mark.weaviate
 def test_weaviate_keeps_one_collection_per_embedding_model(weaviate_server: WeaviateServer) -> None:
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
     from engine.domain.errors import InvalidInput
 
     prefix = f"Models{uuid.uuid4().hex[:10]}"
@@ -578,7 +578,7 @@ def test_weaviate_keeps_one_collection_per_embedding_model(weaviate_server: Weav
 
 
 def test_an_unreachable_weaviate_is_unavailable(tmp_path: Path) -> None:
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
 
     with socket.socket() as http, socket.socket() as grpc:
         http.bind(("127.0.0.1", 0))
@@ -591,7 +591,7 @@ def test_an_unreachable_weaviate_is_unavailable(tmp_path: Path) -> None:
 
 @pytest.mark.weaviate
 def test_a_weaviate_that_goes_away_is_unavailable(weaviate_server: WeaviateServer) -> None:
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
     from tests.servers.weaviate import binary_path, start
 
     server = start(binary_path())  # a server of this test's own, to stop under the store
@@ -627,9 +627,9 @@ def test_memories_list_a_page_at_a_time_in_ingest_order(store: MemoryStore) -> N
 
 def test_long_reads_page_past_the_first_page(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-lived partition outgrows one read (Weaviate answers at most 10,000 objects per offset window)."""
-    import engine.adapters.weaviate_store as weaviate_store
+    import engine.adapters.weaviate.base as weaviate_base
 
-    monkeypatch.setattr(weaviate_store, "PAGE", 2)  # several pages from seven objects
+    monkeypatch.setattr(weaviate_base, "PAGE", 2)  # several pages from seven objects
     memories = [_memory(i, f"a hard day number {i}") for i in range(7)]
     _add(store, memories)
     store.put_traces([Trace(memory_id=m.memory_id, status=TraceStatus.COMPLETE, register="grief", valence=-0.8,

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import MemoryState, Partition, RecallQuery, RecallResult, Trace, TraceStatus, Turn, WindowTurn
 from engine.domain.ports import LegScores, MemoryStore
 from engine.domain.text import terms
 from engine.domain.tuning import RetrievalParams
-from engine.ledger import Ledger
 from engine.retrieval import Query, lexical_query, query_vector, rank
 from engine.service import Engine
 from tests.contract.conftest import EMBEDDER
@@ -36,7 +36,7 @@ OTHER = Partition(character_id="ava", user_id="u2")
 
 
 def _weaviate(server: WeaviateServer, prefix: str) -> MemoryStore:
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
 
     return WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=EMBEDDER.model_id,
                          dimension=EMBEDDER.dimension, collection_prefix=prefix, timeout_s=30)
@@ -202,7 +202,9 @@ def test_another_process_counts_the_same(stores: Stores, weaviate_server: Weavia
 def test_a_write_made_while_the_statistics_are_read_is_not_lost(stores: Stores) -> None:
     """A read of the terms from the server and this process's own writes during it are reconciled: the writes
     are replayed on what was read."""
-    from engine.adapters.weaviate_store import WeaviateStore, _TenantTerms, tenant_for
+    from engine.adapters.weaviate import WeaviateStore
+    from engine.adapters.weaviate.schema import tenant_for
+    from engine.adapters.weaviate.search import TenantTerms
 
     weaviate = stores.weaviate
     assert isinstance(weaviate, WeaviateStore)
@@ -218,25 +220,25 @@ def test_a_write_made_while_the_statistics_are_read_is_not_lost(stores: Stores) 
         weaviate.delete_memories([deleted])
         return before
 
-    fresh = _TenantTerms()
-    weaviate._read_terms(tenant, read, fresh, install=True)
+    fresh = TenantTerms()
+    weaviate._statistics.read(tenant, read, fresh, install=True)
     assert deleted not in fresh.terms
     assert fresh.terms[added.memory_id].split() == terms(added.text) + terms("The user walked Luna in Lisbon.")
-    assert weaviate._stats[tenant] is fresh and fresh.documents == weaviate.count(PARTITION)
+    assert weaviate._statistics.tenants[tenant] is fresh and fresh.documents == weaviate.count(PARTITION)
 
 
 def test_statistics_read_again_in_the_background_stay_the_same(stores: Stores,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine.adapters.weaviate_store as weaviate_store
+    import engine.adapters.weaviate.search as weaviate_search
 
-    monkeypatch.setattr(weaviate_store, "STATS_REREAD_S", 0.0)  # every search starts a read of the whole tenant
+    monkeypatch.setattr(weaviate_search, "STATS_REREAD_S", 0.0)  # every search starts a read of the whole tenant
     params = RetrievalParams()
     for case in CASES:
         query = _query(case, params)
         _assert_same_legs(_legs(stores.embedded, case, query, params),
                           _legs(stores.weaviate, case, query, params), f"{case} (re-reading)")
     deadline = time.monotonic() + 10
-    while any(s.rereading for s in stores.weaviate._stats.values()):  # type: ignore[attr-defined]
+    while any(s.rereading for s in stores.weaviate._statistics.tenants.values()):  # type: ignore[attr-defined]
         assert time.monotonic() < deadline
         time.sleep(0.05)
 
@@ -272,9 +274,9 @@ def engines(tmp_path: Path, weaviate_server: WeaviateServer) -> Iterator[tuple[E
     prefix = f"DiffEngine{uuid.uuid4().hex[:10]}"
     embedded = Engine(store=EmbeddedStore(tmp_path / "data", embedding_model=EMBEDDER.model_id,
                                           dimension=EMBEDDER.dimension),
-                      embedder=EMBEDDER, classifier=KeywordClassifier(), ledger=Ledger(tmp_path / "e.sqlite3"))
+                      embedder=EMBEDDER, classifier=KeywordClassifier(), ledger=SqliteLedger(tmp_path / "e.sqlite3"))
     weaviate = Engine(store=_weaviate(weaviate_server, prefix), embedder=EMBEDDER, classifier=KeywordClassifier(),
-                      ledger=Ledger(tmp_path / "w.sqlite3"))
+                      ledger=SqliteLedger(tmp_path / "w.sqlite3"))
     try:
         yield embedded, weaviate
     finally:

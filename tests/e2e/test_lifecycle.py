@@ -13,10 +13,10 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import Forbidden
 from engine.domain.models import ExtractedFact, MemoryState, Partition, RecallQuery, Turn
 from engine.domain.scopes import partition_for
-from engine.ledger import Ledger
 from engine.retrieval import lexical_query, query_vector
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
@@ -34,18 +34,18 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     if request.param == "embedded":
         store = EmbeddedStore(tmp_path / "data", embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
         built = Engine(store=store, embedder=EMBEDDER, classifier=KeywordClassifier(),
-                       ledger=Ledger(tmp_path / "ledger.sqlite3"))
+                       ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
         yield built
         built.close()
         return
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
 
     server = request.getfixturevalue("weaviate_server")
     prefix = f"Lifecycle{uuid.uuid4().hex[:10]}"
     store_w = WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=EMBEDDER.model_id,
                             dimension=EMBEDDER.dimension, collection_prefix=prefix, timeout_s=30)
     built = Engine(store=store_w, embedder=EMBEDDER, classifier=KeywordClassifier(),
-                   ledger=Ledger(tmp_path / "ledger.sqlite3"))
+                   ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
     yield built
     built.close()
     server.drop_collections(prefix)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import RecallQuery, RecallResult, Turn, WindowTurn
-from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 
@@ -42,17 +42,19 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path, onnx_embedder: Any) -
     if request.param == "embedded":
         store = EmbeddedStore(tmp_path / "data", embedding_model=onnx_embedder.model_id,
                               dimension=onnx_embedder.dimension)
-        built = Engine(ledger=Ledger.in_memory(), store=store, embedder=onnx_embedder, classifier=KeywordClassifier())
+        built = Engine(ledger=SqliteLedger.in_memory(),
+                       store=store, embedder=onnx_embedder, classifier=KeywordClassifier())
         yield built
         built.close()
         return
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
 
     server = request.getfixturevalue("weaviate_server")
     prefix = f"Window{uuid.uuid4().hex[:10]}"
     store_w = WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=onnx_embedder.model_id,
                             dimension=onnx_embedder.dimension, collection_prefix=prefix, timeout_s=30)
-    built = Engine(ledger=Ledger.in_memory(), store=store_w, embedder=onnx_embedder, classifier=KeywordClassifier())
+    built = Engine(ledger=SqliteLedger.in_memory(),
+                   store=store_w, embedder=onnx_embedder, classifier=KeywordClassifier())
     yield built
     built.close()
     server.drop_collections(prefix)

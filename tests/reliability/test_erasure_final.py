@@ -29,8 +29,8 @@ from numpy.typing import NDArray
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import Memory, MemoryState, RecallQuery, Turn
-from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process
@@ -55,7 +55,7 @@ BATCH = [
 ]
 
 
-class SlowLedger(Ledger):
+class SlowLedger(SqliteLedger):
     """Writes each recall-log entry a little late, as a loaded disk would: the window a racing erasure used."""
 
     def record_recall(self, recall_id: str, partition: str, at: datetime, body: str) -> None:
@@ -87,7 +87,7 @@ class Service:
 
 
 @contextlib.contextmanager
-def _service(root: Path, *, ledger: type[Ledger] = Ledger, jobs: bool = False) -> Iterator[Service]:
+def _service(root: Path, *, ledger: type[SqliteLedger] = SqliteLedger, jobs: bool = False) -> Iterator[Service]:
     with in_process(root, ledger_class=ledger, queued=jobs) as running, TestClient(running.app) as client:
         yield Service(root, running.engine, client,
                       {"Authorization": f"Bearer {running.keys.create('acme', 'runtime')}"})
@@ -226,7 +226,7 @@ def test_an_erasure_from_before_tombstones_still_refuses_its_turns(service: Serv
     assert retried.status_code == 410 and retried.json()["ids"] == ["t1"]
 
 
-class StallingLedger(Ledger):
+class StallingLedger(SqliteLedger):
     """Holds an erasure inside its recall-log step until told to go on, as a large erasure would take time."""
 
     def __init__(self, path: Path) -> None:
@@ -322,7 +322,7 @@ class PausingStore(EmbeddedStore):
 
 def test_a_recall_during_a_close_sees_all_of_the_sessions_facts_or_none(tmp_path: Path) -> None:
     store = PausingStore(tmp_path / "data", embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=EMBEDDER, classifier=KeywordClassifier())
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=EMBEDDER, classifier=KeywordClassifier())
     try:
         engine.ingest([Turn.model_validate(t) for t in (
             _turn("a1", "I work at Pixel Bakery now.", session="s2"),
@@ -400,13 +400,13 @@ def _weaviate_objects(url: str, prefix: str) -> Iterator[dict[str, Any]]:
 
 @pytest.mark.weaviate
 def test_on_weaviate_no_object_keeps_an_erased_users_words(tmp_path: Path, weaviate_server: Any) -> None:
-    from engine.adapters.weaviate_store import WeaviateStore
+    from engine.adapters.weaviate import WeaviateStore
 
     prefix = f"Erasure{uuid.uuid4().hex[:10]}"
     store = WeaviateStore(weaviate_server.url, grpc_port=weaviate_server.grpc_port, embedding_model=EMBEDDER.model_id,
                           dimension=EMBEDDER.dimension, collection_prefix=prefix, timeout_s=30)
     engine = Engine(store=store, embedder=EMBEDDER, classifier=KeywordClassifier(),
-                    ledger=Ledger(tmp_path / "ledger.sqlite3"))
+                    ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
     try:
         turns = [Turn.model_validate(t) for t in BATCH]
         neighbour = Turn.model_validate(_turn("n1", "I live in Porto.", user="neighbour", session="n"))

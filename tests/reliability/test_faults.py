@@ -7,7 +7,7 @@ its traces, and while a backend was down the service either answered 503 with Re
 nothing to fall back on) or recall said which degraded mode answered (the embedder).
 
 The Weaviate client retries a gRPC call that finds the server gone for about 63 s before it gives up (see
-engine/adapters/weaviate_store.py), so the first call of each Weaviate outage takes that long (later calls of the
+engine/adapters/weaviate/), so the first call of each Weaviate outage takes that long (later calls of the
 same outage fail at once), and the first call after the server is back waits a further 5 to 30 s while the
 client's gRPC channel reconnects. The two Weaviate-crash scenarios pay both once each: most of this suite's time.
 """
@@ -33,17 +33,18 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.auth import KeyStore, scoped
 from api.jobs import ArqJobs
+from api.sqlite_keys import SqliteKeyStore
 from api.worker import NIGHTLY_MAINTENANCE, create_worker
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.mistral import MistralClassifier, MistralEmbedder
 from engine.adapters.onnx_embedder import DIMENSION as ONNX_DIMENSION
 from engine.adapters.onnx_embedder import MODEL_ID as ONNX_MODEL_ID
-from engine.adapters.weaviate_store import WeaviateStore
+from engine.adapters.sqlite_ledger import SqliteLedger
+from engine.adapters.weaviate import WeaviateStore
 from engine.domain.models import TraceStatus
 from engine.domain.ports import MemoryStore
 from engine.jobs import InProcessJobs
-from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fake_mistral import FakeMistral
 from tests.fakes import KeywordClassifier
@@ -181,7 +182,7 @@ def private_redis() -> Iterator[RedisServer]:
 
 @pytest.fixture
 def keys(tmp_path: Path) -> Iterator[KeyStore]:
-    store = KeyStore(tmp_path / "keys.sqlite3")
+    store = SqliteKeyStore(tmp_path / "keys.sqlite3")
     yield store
     store.close()
 
@@ -228,7 +229,8 @@ def test_weaviate_killed_mid_ingest_loses_no_acknowledged_turn(
 ) -> None:
     store = weaviate_store(private_weaviate)
     crash = CrashPoint(store, private_weaviate, "add_turns")
-    engine = Engine(ledger=Ledger.in_memory(), store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
+    engine = Engine(ledger=SqliteLedger.in_memory(),
+                    store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
     batches = [batch(n, sessions=3) for n in range(12)]
     acknowledged: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
@@ -282,7 +284,8 @@ def test_weaviate_killed_mid_recall_answers_503_then_recalls_again(
 ) -> None:
     store = weaviate_store(private_weaviate)
     crash = CrashPoint(store, private_weaviate, "search")
-    engine = Engine(ledger=Ledger.in_memory(), store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
+    engine = Engine(ledger=SqliteLedger.in_memory(),
+                    store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
     batches = [batch(n, sessions=2) for n in range(4)]
     try:
         with TestClient(create_app(engine, keys=keys, retry_interval_s=3600)) as client:
@@ -343,7 +346,8 @@ def test_closes_queued_in_a_redis_that_dies_are_still_written(
 ) -> None:
     prefix = f"Faults{uuid.uuid4().hex[:10]}"
     store = weaviate_store(weaviate_server, prefix)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=HashingEmbedder(), classifier=KeywordClassifier())
+    engine = Engine(ledger=SqliteLedger.in_memory(),
+                    store=store, embedder=HashingEmbedder(), classifier=KeywordClassifier())
     batches = [batch(n, sessions=3) for n in range(6)]
     try:
         with TestClient(create_app(engine, keys=keys, jobs=ArqJobs(private_redis.url),
@@ -389,7 +393,7 @@ def test_a_mistral_outage_degrades_recall_and_loses_nothing(tmp_path: Path, keys
         embedder = MistralEmbedder(fake.api_key, dimension=fake.dimension, **retries)
         classifier = MistralClassifier(fake.api_key, model=fake.chat_model, **retries)
         store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-        engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=classifier)
+        engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=classifier)
         batches = [batch(n, sessions=2) for n in range(6)]
         modes: list[str] = []
         try:

@@ -33,9 +33,9 @@ from api.app import MAX_BODY_BYTES, MAX_TURNS_PER_BATCH, create_app
 from api.auth import KeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import RecallQuery, Turn
 from engine.jobs import JobQueue
-from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process
@@ -370,7 +370,7 @@ def test_recall_and_close_at_far_off_times_are_refused_and_the_engine_stays_fini
     assert api.post("/v1/recall", {"character_id": "ava", "user_id": "u1", "message": "Luna", "at": at}
                     ).status_code == 422
     embedder = HashingEmbedder()
-    engine = Engine(ledger=Ledger.in_memory(),
+    engine = Engine(ledger=SqliteLedger.in_memory(),
                     store=EmbeddedStore(tmp_path / "engine", embedding_model=embedder.model_id,
                                         dimension=embedder.dimension), embedder=embedder,
                     classifier=KeywordClassifier())

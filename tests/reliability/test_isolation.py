@@ -24,12 +24,13 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
+from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.ports import MemoryStore
-from engine.ledger import Ledger
 from engine.service import Engine
-from engine.tuning_store import TuningStore
+from engine.tuning_store import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 pytestmark = pytest.mark.isolation
@@ -81,7 +82,7 @@ class World:
 
 def _engine(store: MemoryStore, tmp: Path) -> Engine:
     return Engine(store=store, embedder=HashingEmbedder(), classifier=KeywordClassifier(),
-                  ledger=Ledger(tmp / f"ledger-{uuid.uuid4().hex[:6]}.sqlite3"))
+                  ledger=SqliteLedger(tmp / f"ledger-{uuid.uuid4().hex[:6]}.sqlite3"))
 
 
 @pytest.fixture(scope="module", params=["embedded", pytest.param("weaviate", marks=pytest.mark.weaviate)])
@@ -93,15 +94,15 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         store: MemoryStore = EmbeddedStore(tmp / "data", embedding_model=embedder.model_id,
                                            dimension=embedder.dimension)
     else:
-        from engine.adapters.weaviate_store import WeaviateStore
+        from engine.adapters.weaviate import WeaviateStore
 
         server = request.getfixturevalue("weaviate_server")
         prefix = f"Isolation{uuid.uuid4().hex[:10]}"
         store = WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=embedder.model_id,
                               dimension=embedder.dimension, collection_prefix=prefix, timeout_s=30)
     engine = _engine(store, tmp)
-    tuning = TuningStore(tmp / "tuning.sqlite3")
-    keys = KeyStore(tmp / "keys.sqlite3")
+    tuning = SqliteTuningStore(tmp / "tuning.sqlite3")
+    keys = SqliteKeyStore(tmp / "keys.sqlite3")
     with TestClient(create_app(engine, keys=keys, tuning=tuning)) as client:
         world = World(client, keys)
         yield world

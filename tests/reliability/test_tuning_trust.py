@@ -40,9 +40,9 @@ from api.auth import KeyStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.errors import InvalidInput
 from engine.domain.models import REGISTERS, Register, Tier
-from engine.domain.ports import Classifier, Embedder
+from engine.domain.ports import Classifier, Embedder, NoChange
 from engine.domain.tuning import ContextParams, ScoringParams, TuningProfile
-from engine.tuning_store import NoChange, TuningStore
+from engine.tuning_store import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process
 from tests.servers.feltsense import FeltsenseService
@@ -166,7 +166,7 @@ def test_a_bad_stored_row_is_skipped_and_logged_and_the_store_still_opens(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "tuning.sqlite3"
-    store = TuningStore(path)
+    store = SqliteTuningStore(path)
     tail = TuningProfile(character_id="ava").strength.model_copy(update={"tail_exponent": 0.8})
     store.save(TuningProfile(character_id="ava", strength=tail), author="director:k1", note="slower tail")
     store.save(TuningProfile(character_id="bea", scoring=ScoringParams(min_half_life_days=2.0)), author="director:k1",
@@ -180,7 +180,7 @@ def test_a_bad_stored_row_is_skipped_and_logged_and_the_store_still_opens(
     ])
 
     with caplog.at_level(logging.WARNING):
-        reopened = TuningStore(path)
+        reopened = SqliteTuningStore(path)
     skipped = [r for r in caplog.records if r.name.startswith("feltsense.") and r.levelno == logging.WARNING]
     assert len(skipped) == 4, [r.getMessage() for r in caplog.records]
     assert any("'ava'" in r.getMessage() and "factual_half_life_days" in r.getMessage() for r in skipped)
@@ -202,7 +202,7 @@ def test_a_bad_stored_row_is_skipped_and_logged_and_the_store_still_opens(
 def test_a_version_always_says_why_and_changes_something_and_setting_the_one_in_force_is_no_version(
     tmp_path: Path,
 ) -> None:
-    store = TuningStore(tmp_path / "tuning.sqlite3")
+    store = SqliteTuningStore(tmp_path / "tuning.sqlite3")
     softer = TuningProfile(character_id="ava", scoring=ScoringParams(min_half_life_days=2.0))
     with pytest.raises(InvalidInput) as blank:
         store.save(softer, author="director:k1", note=" \n")
@@ -251,7 +251,7 @@ def test_a_value_that_is_not_finite_or_is_huge_is_refused_with_a_422_naming_the_
 
     history = api.client.get("/v1/characters/ava/tuning/history", headers=director)
     assert history.status_code == 200 and history.json() == []
-    TuningStore(api.tuning_path).close()  # what the next start opens
+    SqliteTuningStore(api.tuning_path).close()  # what the next start opens
 
 
 def test_the_history_endpoint_skips_an_unreadable_row_instead_of_answering_500(api: Api) -> None:

@@ -9,9 +9,9 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import InvalidInput, NotFound
 from engine.domain.models import MemoryKind, RecallQuery, TraceStatus, Turn
-from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import BrokenClassifier, BrokenEmbedder, KeywordClassifier
 
@@ -77,7 +77,7 @@ def test_closing_an_unknown_session_is_not_found(hashing_engine: Engine) -> None
 def test_a_failing_classifier_loses_nothing_and_is_retried(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    broken = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=BrokenClassifier())
+    broken = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=BrokenClassifier())
     broken.ingest(turns("s1", LUNA))
     report = broken.close_session("s1")
     assert (report.traces_written, report.traces_pending) == (0, 3)
@@ -87,7 +87,7 @@ def test_a_failing_classifier_loses_nothing_and_is_retried(tmp_path: Path) -> No
     assert all("classifier unreachable" in t.last_error for t in pending.values())
     assert len(memories) == 3 and store.pending_sessions() == ["s1"]
 
-    healed = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    healed = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
     assert healed.retry_pending() == 3
     assert store.pending_sessions() == []
     assert {t.status for t in store.get_traces([m.memory_id for m in memories]).values()} == {TraceStatus.COMPLETE}
@@ -140,9 +140,9 @@ def test_recall_leaves_out_the_current_session_unless_asked(hashing_engine: Engi
 def test_recall_says_when_it_answered_without_the_embedder(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    Engine(ledger=Ledger.in_memory(),
+    Engine(ledger=SqliteLedger.in_memory(),
            store=store, embedder=embedder, classifier=KeywordClassifier()).ingest(turns("s1", LUNA))
-    degraded = Engine(ledger=Ledger.in_memory(),
+    degraded = Engine(ledger=SqliteLedger.in_memory(),
                       store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
     lexical = recall(degraded, "the park", days=1)
     assert lexical.trace.mode == "lexical" and lexical.memories
@@ -165,7 +165,7 @@ def test_every_ranking_is_explained_by_its_components(hashing_engine: Engine) ->
 def test_an_embedder_outage_at_ingest_loses_no_turn(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    down = Engine(ledger=Ledger.in_memory(),
+    down = Engine(ledger=SqliteLedger.in_memory(),
                   store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
     report = down.ingest(turns("s1", LUNA))
     assert (report.stored, report.memories, report.awaiting_embedding) == (5, 3, 3)
@@ -173,7 +173,7 @@ def test_an_embedder_outage_at_ingest_loses_no_turn(tmp_path: Path) -> None:
     found = recall(down, "walked in the park", days=1)
     assert found.trace.mode == "lexical" and any("park" in m.text for m in found.memories)
 
-    up = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    up = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
     assert up.close_session("s1").traces_written == 3  # the write-time pass embeds what it needs first
     assert up.backfill_vectors() == 0 and store.unembedded(10) == []
     healed = recall(up, "walked in the park", days=1)

@@ -14,10 +14,10 @@ from numpy.typing import NDArray
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import BackendUnavailable
 from engine.domain.models import TraceStatus
 from engine.jobs import InProcessJobs, write_job_id
-from engine.ledger import Ledger
 from engine.service import Engine
 from tests.fakes import BrokenClassifier, FakeClassification, KeywordClassifier
 from tests.sessions import CLOSED_AT, turns
@@ -40,7 +40,7 @@ class GatedClassifier(KeywordClassifier):
 def make_engine(tmp_path: Path, classifier: object) -> Engine:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    return Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=classifier)  # type: ignore[arg-type]
+    return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=classifier)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ import pytest
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.mistral import MistralClassifier, MistralEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import BackendRejected, BackendUnavailable, ConfigurationError
 from engine.domain.models import Partition, RecallQuery, RecallResult, TraceStatus, Turn
 from engine.factory import build_classifier, build_embedder
-from engine.ledger import Ledger
 from engine.service import Engine
 from engine.settings import MistralSettings, Settings
 from prompts.write_time import PROMPT_VERSION, SessionClassification
@@ -339,7 +339,7 @@ def test_closing_a_session_writes_the_models_register_anchors_and_facts(
 ) -> None:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=make_classifier())
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=make_classifier())
     engine.ingest(luna_turns("s1"))
     assert engine.close_session("s1", closed_at=T0 + timedelta(minutes=5)).traces_written == 3
 
@@ -376,7 +376,7 @@ def test_the_models_resolutions_reach_the_trace_and_the_ledger(
     settles an earlier session's worry by the writer's rule pass (the model only sees its own session)."""
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=make_classifier())
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=make_classifier())
     partition = Partition(character_id="ava", user_id="u1")
     engine.ingest(session_turns("s1", [*WORRY, *NEWS], days=0))
     engine.close_session("s1", closed_at=T0 + timedelta(minutes=5))
@@ -410,7 +410,7 @@ def test_an_unusable_answer_leaves_traces_pending_and_a_retry_completes_them(
     """A refusal, a body that is not JSON, values out of range: nothing is clamped and nothing is lost."""
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=make_classifier())
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=make_classifier())
     engine.ingest(session_turns("s1", [*WORRY, *NEWS], days=0))
     fake.fail_next(failure)
 
@@ -435,7 +435,7 @@ def test_a_classifier_outage_leaves_traces_pending_until_a_retry_completes_them(
 ) -> None:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(),
+    engine = Engine(ledger=SqliteLedger.in_memory(),
                     store=store, embedder=embedder, classifier=make_classifier(max_retries=1))
     engine.ingest(luna_turns("s1"))
     fake.fail_next("server_error", times=2)
@@ -457,7 +457,7 @@ def test_an_embedder_outage_degrades_recall_to_lexical_and_loses_no_turn(
 ) -> None:
     embedder = make_embedder(max_retries=0)
     store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
     fake.fail_next("server_error", times=100)
 
     report = engine.ingest(luna_turns("s1"))

@@ -11,10 +11,10 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import NotFound
-from engine.domain.models import Partition, RecallQuery, RecallResult, Turn
+from engine.domain.models import Partition, RecallQuery, RecallResult, Turn, partition_key
 from engine.domain.tuning import ProfileSource, ToneParams, TuningProfile
-from engine.ledger import Ledger, partition_key
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
 
@@ -52,7 +52,7 @@ def open_engine(path: Path, profiles: ProfileSource | None = None) -> Engine:
     embedder = HashingEmbedder()
     store = EmbeddedStore(path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     return Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=profiles,
-                  ledger=Ledger(path / "ledger.sqlite3"))
+                  ledger=SqliteLedger(path / "ledger.sqlite3"))
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import (
     AssembledContext,
     CloseReport,
@@ -27,7 +28,6 @@ from engine.domain.models import (
     Turn,
 )
 from engine.domain.tuning import TuningProfile
-from engine.ledger import Ledger
 from engine.service import Engine
 from engine.transcripts.format import parse_transcript
 from engine.transcripts.model import Transcript
@@ -90,7 +90,7 @@ def hashing_factory() -> Callable[[Path], Engine]:
 
     def factory(data_dir: Path) -> Engine:
         store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        return Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+        return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
 
     return factory
 

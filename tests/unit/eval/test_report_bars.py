@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import ScoreComponents
-from engine.ledger import Ledger
 from engine.service import Engine
 from engine.transcripts.format import parse_transcript
 from eval.report import (
@@ -201,7 +201,7 @@ def test_the_page_states_the_scales_and_draws_every_bar_on_them(tmp_path: Path) 
 
     def factory(data_dir: Path) -> Engine:
         store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        return Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+        return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
 
     report = run_transcripts([parse_transcript(LUNA, file="luna.yaml")], engine_factory=factory)
     page = render_html(report)

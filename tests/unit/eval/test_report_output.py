@@ -11,7 +11,7 @@ import pytest
 
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.ledger import Ledger
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
 from eval.cli import main
 from tests.fakes import KeywordClassifier
@@ -37,7 +37,7 @@ sessions:
 def hashing_factory(data_dir: Path) -> Engine:
     embedder = HashingEmbedder()
     store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    return Engine(ledger=Ledger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
 
 
 def test_bare_names_land_in_the_working_directory_and_their_full_paths_are_printed(

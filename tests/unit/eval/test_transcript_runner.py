@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import (
     AssembledContext,
     CloseReport,
@@ -30,7 +31,6 @@ from engine.domain.models import (
     Turn,
     WindowTurn,
 )
-from engine.ledger import Ledger
 from engine.transcripts.checks import check_probe
 from engine.transcripts.format import parse_transcript
 from engine.transcripts.model import Probe, ToneCheck
@@ -654,7 +654,7 @@ def test_the_runner_drives_the_real_engine_facade(tmp_path: Path) -> None:
 
     def factory(data_dir: Path) -> Engine:
         store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        engines.append(Engine(ledger=Ledger.in_memory(),
+        engines.append(Engine(ledger=SqliteLedger.in_memory(),
                               store=store, embedder=embedder, classifier=KeywordClassifier()))
         return engines[-1]
 

@@ -1,4 +1,6 @@
-"""The ledger: the audit trail of every lifecycle change, and the review queue of what consolidation proposed.
+"""The ledger in SQLite (``engine.domain.ports.Ledger``).
+
+The audit trail of every lifecycle change, and the review queue of what consolidation proposed.
 
 Both are deliberately apart from the memories they describe. The audit trail outlives them: erasing a memory
 removes everything it said, but the record that it existed, when its status changed and how its strength moved
@@ -26,12 +28,10 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
 from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
-from engine.domain.models import MemoryState, Resolution
+from engine.domain.models import AuditEvent, Decision, MemoryState, Resolution, ReviewItem, ReviewKind
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -109,47 +109,8 @@ def turn_digest(turn_id: str) -> str:
     """A tombstone holds a digest of the erased turn's id, not the id: enough to refuse it, nothing to read."""
     return hashlib.sha256(turn_id.encode()).hexdigest()
 
-ReviewKind = Literal["promote", "demote"]
-Decision = Literal["pending", "kept", "rejected", "reverted"]
-"""pending: proposed, nothing applied. kept: applied. rejected: dropped unapplied. reverted: applied, then undone
-back to the exact prior state."""
 
-
-class AuditEvent(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    memory_id: str
-    partition: str
-    event: str
-    at: datetime
-    status: str | None
-    strength: float | None
-    names: tuple[str, ...] | None
-    actor: str
-
-
-class ReviewItem(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    item_id: str
-    kind: ReviewKind
-    memory_id: str
-    partition: str
-    proposed_at: datetime
-    score: float
-    reason: str
-    before: MemoryState
-    after: MemoryState
-    decision: Decision
-    decided_at: datetime | None
-    decided_by: str | None
-
-
-def partition_key(character_id: str, user_id: str) -> str:
-    return f"{character_id}\x1f{user_id}"
-
-
-class Ledger:
+class SqliteLedger:
     """Audit trail, review queue, and the partitions the nightly sweep visits."""
 
     def __init__(self, path: Path | None) -> None:
@@ -166,7 +127,7 @@ class Ledger:
         self._lock = threading.Lock()
 
     @classmethod
-    def in_memory(cls) -> Ledger:
+    def in_memory(cls) -> SqliteLedger:
         """A ledger that lives only as long as this process: for tests and scratch engines (a replay, an
         evaluation run), never for a service, whose audit trail and review queue must survive a restart."""
         return cls(None)
