@@ -41,7 +41,7 @@ from api.memories import memory_routes
 from api.resolutions import resolution_routes
 from api.security import authenticator, require
 from api.tenancy import scope_query, scope_turn, unscope_result
-from api.tuning import default_transcript_dirs, tuning_routes
+from api.tuning import tuning_routes
 from api.tuning_page import tuning_page
 from engine import Engine
 from engine.domain.errors import (
@@ -69,6 +69,7 @@ from engine.domain.models import (
 from engine.domain.ports import ProfileStore
 from engine.jobs import FINISHED, JobQueue, JobState, JobStatus, write_job_id
 from engine.replay_runner import ReplayRunner, ThreadWorkers
+from engine.settings import DEFAULT_TRANSCRIPT_DIRS
 
 log = logging.getLogger("feltsense.api")
 access = logging.getLogger("feltsense.access")
@@ -424,10 +425,11 @@ def create_app(
     persistent ``tuning`` store. The background pass (vector backfill, pending traces) runs every
     ``retry_interval_s``. With ``jobs``, closing a session queues its write-time pass there (202; the app enters
     the queue for its lifetime); without, the close runs it in the request (200 with the CloseReport). The tuning
-    page offers the transcripts in ``transcript_dirs`` (default: the checkout's tests/transcripts and the shared
-    examples) for replay. Replays run on ``replays`` (default: a thread of this process, over the engine's embedder
-    and classifier; the service passes worker processes)."""
-    dirs = tuple(default_transcript_dirs() if transcript_dirs is None else transcript_dirs)
+    page offers the transcripts in ``transcript_dirs`` (default: the setting's default, tests/transcripts and the
+    shared examples relative to the working directory; missing ones are skipped) for replay. Replays run on
+    ``replays`` (default: a thread of this process, over the engine's embedder and classifier; the service passes
+    worker processes)."""
+    dirs = tuple(DEFAULT_TRANSCRIPT_DIRS if transcript_dirs is None else transcript_dirs)
     replay_runner = replays or ReplayRunner(ThreadWorkers(lambda: engine.components()))  # read when a replay runs
 
     @contextlib.asynccontextmanager

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le, Lt
@@ -34,7 +33,6 @@ from engine.domain.tuning import (
     TuningProfile,
     WriteParams,
 )
-from engine.settings import DEFAULT_TRANSCRIPT_DIRS
 from engine.transcripts.compare import ReplayComparison
 from engine.transcripts.format import TranscriptInvalid, parse_transcript
 from engine.transcripts.model import Transcript
@@ -268,13 +266,6 @@ def tuning_history(
         v.model_copy(update={"profile": _public(principal.org, v.profile)})
         for v in _store(tuning).history(scoped(principal.org, character_id))
     ]
-
-
-def default_transcript_dirs() -> tuple[Path, ...]:
-    """The default of the ``transcript_dirs`` setting (relative to the working directory: a checkout's test
-    transcripts and the shared examples beside it), for an app built without directories; missing ones are
-    skipped. The service passes the setting's value."""
-    return DEFAULT_TRANSCRIPT_DIRS
 
 
 @get("/v1/transcripts", sync_to_thread=True,

@@ -179,7 +179,7 @@ class Engine:
 
     def listing(self, partition: Partition, *, offset: int, limit: int) -> list[Found]:
         """``memories`` with each memory's state, live strength and whether it has faded (``Found``)."""
-        return self._found(partition, [m for m, _ in self.memories(partition, offset=offset, limit=limit)])
+        return self._found(partition, self.store.list_memories(partition, offset=offset, limit=limit))
 
     def search(self, partition: Partition, text: str, *, limit: int, include_archived: bool = True) -> Search:
         """The partition's own memories that match ``text``, best first by stage one's fused relevance alone: no
