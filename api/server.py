@@ -12,11 +12,10 @@ from api.app import create_app
 from api.auth import DEV_KEY_FILE, KeyStore
 from api.jobs import ArqJobs, check_shared_store
 from api.sqlite_keys import SqliteKeyStore
-from engine import build_engine, check_settings
+from engine import build_engine, build_profile_store, check_settings
 from engine.jobs import InProcessJobs, JobQueue
 from engine.replay_runner import ComponentsFromSettings, ProcessWorkers, ReplayRunner
 from engine.settings import Settings
-from engine.tuning_store import SqliteTuningStore
 
 DEV_KEY_LINE = "feltsense development key (org dev, role runtime): {key}"
 
@@ -53,7 +52,7 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The tokenizer's loader announces its special tokens at INFO: nothing a user can act on.
     logging.getLogger("mistral_common").setLevel(logging.WARNING)
-    tuning = SqliteTuningStore(settings.data_dir / "tuning.sqlite3")
+    tuning = build_profile_store(settings)
     keys = key_store(settings)
     engine = build_engine(settings, profiles=tuning)
     # Closing a session queues its write-time pass: in Redis for `feltsense worker`, or on a thread of this process.

@@ -35,10 +35,10 @@ from arq.typing import StartupShutdown, WorkerCoroutine
 from arq.worker import Function, Retry, Worker
 
 from api.jobs import WRITE_RESULT_KEPT_S, WRITE_SESSION, check_shared_store, redis_settings
-from engine import Engine, build_engine, check_settings
+from engine import Engine, build_engine, build_profile_store, check_settings
 from engine.domain.errors import BackendUnavailable, ConfigurationError
+from engine.domain.ports import ProfileStore
 from engine.settings import Settings
-from engine.tuning_store import SqliteTuningStore
 
 log = logging.getLogger("feltsense.worker")
 
@@ -92,7 +92,7 @@ async def startup(ctx: dict[str, Any]) -> None:
                                  "variables), or from code with create_worker(redis_url, settings=...)")
     check_shared_store(settings)
     # The same tuning profiles as the API (api/server.py), so a job writes with the profile a director saved.
-    ctx["tuning"] = tuning = SqliteTuningStore(settings.data_dir / "tuning.sqlite3")
+    ctx["tuning"] = tuning = build_profile_store(settings)
     ctx["engine"] = await asyncio.to_thread(build_engine, settings, profiles=tuning)  # loads models: off the loop
 
 
@@ -100,7 +100,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     engine: Engine | None = ctx.pop("engine", None)
     if engine is not None:
         engine.close()
-    tuning: SqliteTuningStore | None = ctx.pop("tuning", None)
+    tuning: ProfileStore | None = ctx.pop("tuning", None)
     if tuning is not None:
         tuning.close()
 

@@ -11,13 +11,16 @@ from urllib.parse import urlsplit
 
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import ConfigurationError
-from engine.domain.ports import Classifier, Embedder, MemoryStore
+from engine.domain.ports import Classifier, Embedder, MemoryStore, ProfileStore
 from engine.domain.tuning import ProfileSource
 from engine.service import Engine
 from engine.settings import Settings
 
 LEDGER_FILE = "ledger.sqlite3"
 """In the data directory on every store: the audit trail, the review queue, the recall log."""
+
+TUNING_FILE = "tuning.sqlite3"
+"""In the data directory on every store: the versioned tuning profiles, shared by the API and the workers."""
 
 LOCAL_CLASSIFIERS = ("local", "local-v1")
 """They read the local embedder's MiniLM vectors (traces.classifier.EMBEDDING_DIMENSION, 384-d) beside the text."""
@@ -122,6 +125,13 @@ def build_store(settings: Settings, embedder: Embedder) -> MemoryStore:
             collection_prefix=w.collection_prefix, timeout_s=w.timeout_s,
         )
     raise ConfigurationError(f"unknown store {settings.store!r}")  # pragma: no cover
+
+
+def build_profile_store(settings: Settings) -> ProfileStore:
+    """The tuning profiles the service and its workers share (SQLite in the data directory, whatever the store)."""
+    from engine.adapters.sqlite_tuning import SqliteTuningStore
+
+    return SqliteTuningStore(settings.data_dir / TUNING_FILE)
 
 
 def build_engine(

@@ -24,7 +24,7 @@ from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.jobs import InProcessJobs
 from engine.replay_runner import ReplayRunner
 from engine.service import Engine
-from engine.tuning_store import SqliteTuningStore
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 

@@ -134,12 +134,31 @@ class Classifier(Protocol):
     ) -> Sequence[TraceClassification]: ...
 
 
-class MemoryStore(Protocol):
-    """Durable records (turns, memories, traces) plus the stage-one indexes over memories."""
+class TurnLog(Protocol):
+    """The raw conversation: turns by session, and which sessions are closed."""
 
     def add_turns(self, turns: Sequence[Turn]) -> list[bool]:
         """Store turns idempotently by turn id; True for each turn that was new."""
         ...
+
+    def get_turns(self, session_id: str) -> list[Turn]: ...
+
+    def find_turns(self, turn_ids: Sequence[str]) -> dict[str, Turn]:
+        """The stored turns among ``turn_ids``, by id (whoever owns them: ingest checks the owner)."""
+        ...
+
+    def delete_turns(self, partition: Partition, turn_ids: Sequence[str] | None = None) -> list[str]:
+        """Erase a partition's turns (the raw conversation), or only those of ``turn_ids`` that are the
+        partition's; returns the ids erased."""
+        ...
+
+    def mark_session_closed(self, session_id: str, closed_at: datetime) -> None: ...
+
+    def closed_sessions(self, session_ids: Sequence[str]) -> set[str]: ...
+
+
+class MemoryRecords(Protocol):
+    """Memories and their vectors, by id and by partition."""
 
     def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32] | None) -> None:
         """Store memories idempotently by memory id. ``vectors`` None: the embedder was down; the memories are
@@ -151,8 +170,6 @@ class MemoryStore(Protocol):
     def unembedded(self, limit: int) -> list[Memory]:
         """Memories stored without a vector, oldest first."""
         ...
-
-    def get_turns(self, session_id: str) -> list[Turn]: ...
 
     def session_memories(self, session_id: str) -> list[Memory]:
         """A session's turn memories in ingest order (facts distilled from the session are not among them)."""
@@ -168,12 +185,18 @@ class MemoryStore(Protocol):
         """One row per id, in order; a row of NaN for a memory stored without a vector."""
         ...
 
-    def put_traces(self, traces: Sequence[Trace]) -> None: ...
-
     def delete_memories(self, memory_ids: Sequence[str]) -> None:
         """Forget memories, their traces, vectors and lexical entries (their turns stay). Unknown ids are
         ignored."""
         ...
+
+    def count(self, partition: Partition) -> int: ...
+
+
+class TraceRecords(Protocol):
+    """The write-time traces beside memories, and the emotional ones that can carry tone rules."""
+
+    def put_traces(self, traces: Sequence[Trace]) -> None: ...
 
     def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]: ...
 
@@ -188,9 +211,9 @@ class MemoryStore(Protocol):
         """Closed sessions with at least one pending trace."""
         ...
 
-    def mark_session_closed(self, session_id: str, closed_at: datetime) -> None: ...
 
-    def closed_sessions(self, session_ids: Sequence[str]) -> set[str]: ...
+class SearchIndex(Protocol):
+    """Stage one's indexes over a partition's memories: raw leg material, never a ranking."""
 
     def search(
         self,
@@ -219,9 +242,9 @@ class MemoryStore(Protocol):
         """The last-resort mode: active memories containing any of the query's words as plain substrings."""
         ...
 
-    def count(self, partition: Partition) -> int: ...
 
-    # -- lifecycle: states, facts, erasure ------------------------------------------------------------------
+class StateRecords(Protocol):
+    """Lifecycle state (status, strength signals) of memories, and the fact records it governs."""
 
     def get_states(self, memory_ids: Sequence[str]) -> dict[str, MemoryState]:
         """Stored states by memory id; a memory without one is active with default signals."""
@@ -243,14 +266,10 @@ class MemoryStore(Protocol):
         which readers resolve by keeping the newest active fact of each slot (``engine.facts.current``)."""
         ...
 
-    def delete_turns(self, partition: Partition, turn_ids: Sequence[str] | None = None) -> list[str]:
-        """Erase a partition's turns (the raw conversation), or only those of ``turn_ids`` that are the
-        partition's; returns the ids erased."""
-        ...
 
-    def find_turns(self, turn_ids: Sequence[str]) -> dict[str, Turn]:
-        """The stored turns among ``turn_ids``, by id (whoever owns them: ingest checks the owner)."""
-        ...
+class MemoryStore(TurnLog, MemoryRecords, TraceRecords, SearchIndex, StateRecords, Protocol):
+    """One backend holding all five (the embedded store, Weaviate). Services take the narrow ports they use;
+    the composing ones (the engine, ingest, the writer, lifecycle) take this."""
 
     def purge(self) -> None:
         """Make what was deleted unrecoverable from the store's own files (a database's write-ahead log keeps

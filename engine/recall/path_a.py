@@ -8,17 +8,23 @@ facts by exact lookup, no search. Both read a partition's facts once per recall 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
 from engine.domain.models import Candidate, Memory, MemoryState, Partition
-from engine.domain.ports import MemoryStore
+from engine.domain.ports import MemoryRecords, StateRecords
 from engine.domain.scopes import CANON, partition_for
 from engine.facts import current
+
+
+class FactReads(MemoryRecords, StateRecords, Protocol):
+    """What Path A and the fact currency read: memories and their states (the facts among them)."""
+
 
 FactListings = dict[Partition, tuple[list[Memory], dict[str, MemoryState]]]
 
 
 def fact_listing(
-    store: MemoryStore, partition: Partition, listings: FactListings
+    store: FactReads, partition: Partition, listings: FactListings
 ) -> tuple[list[Memory], dict[str, MemoryState]]:
     """A partition's facts with their states, read once per recall: stage two and Path A both need them."""
     found = listings.get(partition)
@@ -29,7 +35,7 @@ def fact_listing(
 
 
 def path_a(
-    store: MemoryStore, character_id: str, user_id: str, now: datetime, listings: FactListings
+    store: FactReads, character_id: str, user_id: str, now: datetime, listings: FactListings
 ) -> tuple[list[Memory], list[Memory]]:
     """Path A's records, by exact lookup (no search): the character's canon (pinned canon records, then the
     current canon facts) and the user's current facts. Nothing later than ``now``."""
@@ -52,7 +58,7 @@ def path_a(
 
 
 def current_facts_only(
-    store: MemoryStore, character_id: str, candidates: list[Candidate], memories: dict[str, Memory],
+    store: FactReads, character_id: str, candidates: list[Candidate], memories: dict[str, Memory],
     states: dict[str, MemoryState], notes: list[str], listings: FactListings,
 ) -> tuple[list[Candidate], dict[str, Memory], dict[str, MemoryState]]:
     """Facts that are not current leave; a stale memory brings the fact that replaced it; canon wins.

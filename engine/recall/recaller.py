@@ -46,8 +46,8 @@ class Recaller:
     ) -> None:
         self._counter = counter or default_counter()
         self._resolutions = resolutions
-        self._stage_one = StageOne(store=store, embedder=embedder)
-        self._tone = ToneRules(store)
+        self._stage_one = StageOne(index=store, turns=store, embedder=embedder)
+        self._tone = ToneRules(memories=store, traces=store)
         self._store = store
         self._profiles = profiles
         self._clock = clock

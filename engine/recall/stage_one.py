@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from engine.domain.models import Candidate, Partition, RecallMode, RecallQuery, WindowTurn
-from engine.domain.ports import Embedder, MemoryStore
+from engine.domain.ports import Embedder, SearchIndex, TurnLog
 from engine.domain.scopes import visible
 from engine.domain.text import terms
 from engine.domain.tuning import TuningProfile
@@ -44,8 +44,9 @@ class Searched:
 class StageOne:
     """Stage one for one engine; remembers the window lines' vectors, oldest entry dropped first."""
 
-    def __init__(self, *, store: MemoryStore, embedder: Embedder) -> None:
-        self._store = store
+    def __init__(self, *, index: SearchIndex, turns: TurnLog, embedder: Embedder) -> None:
+        self._index = index
+        self._turns = turns
         self._embedder = embedder
         self._line_vectors: dict[str, np.ndarray] = {}
 
@@ -62,7 +63,7 @@ class StageOne:
             return list(query.window[-size:]), "passed"
         if query.session_id is None:
             return [], "none"
-        turns = [t for t in self._store.get_turns(query.session_id)
+        turns = [t for t in self._turns.get_turns(query.session_id)
                  if t.character_id == partition.character_id and t.user_id == partition.user_id
                  and t.timestamp <= now]
         if turns and turns[-1].role == "user" and turns[-1].text.strip() == query.message.strip():
@@ -98,7 +99,7 @@ class StageOne:
         found = Searched(candidates=[], mode=mode)
         counts = found.counts
         for _, level in levels:  # filters before ranking: each level is searched for what this user may see
-            legs = self._store.search(
+            legs = self._index.search(
                 level, query_vector=search.vector, query_terms=search.terms, params=profile.retrieval,
                 exclude_session=exclude, created_before=now, term_weights=search.term_weights.tolist(),
             )
@@ -116,7 +117,7 @@ class StageOne:
         if found.mode == "lexical" and not found.candidates:
             found.mode = "substring"
             for _, level in levels:
-                found.candidates.extend(self._store.substring_search(
+                found.candidates.extend(self._index.substring_search(
                     level, query_text=query.message, limit=profile.retrieval.candidates,
                     exclude_session=exclude, created_before=now,
                 ))

@@ -26,7 +26,7 @@ from engine.domain.models import (
     Trace,
     TraceStatus,
 )
-from engine.domain.ports import MemoryStore, ToneCandidates
+from engine.domain.ports import MemoryRecords, ToneCandidates
 from engine.domain.text import anchor_key, matched_anchors, terms
 from engine.domain.tuning import TuningProfile
 from engine.recall.tone import episode_intensity, standing_bar
@@ -74,7 +74,7 @@ def anchor_rarity(anchors: Sequence[str], stats: TermStats | None) -> np.ndarray
 
 
 def stage_two(
-    store: MemoryStore,
+    store: MemoryRecords,
     query: RecallQuery,
     candidates: Sequence[Candidate],
     memories: dict[str, Memory],

@@ -16,7 +16,7 @@ from datetime import datetime
 import numpy as np
 
 from engine.domain.models import Memory, Resolution, ToneConstraint, Trace, TraceStatus
-from engine.domain.ports import MemoryStore, ToneCandidates
+from engine.domain.ports import MemoryRecords, ToneCandidates, TraceRecords
 from engine.domain.tuning import TuningProfile
 from engine.strength import stage_two_params
 from prompts.wording import anniversary_years_ago, tone_instruction
@@ -50,8 +50,9 @@ def episode_intensity(found: ToneCandidates, memory_ids: Sequence[str]) -> dict[
 class ToneRules:
     """The tone rules of a turn, from the partition's tone candidates; remembers the registers it has read."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
+    def __init__(self, *, memories: MemoryRecords, traces: TraceRecords) -> None:
+        self._memories = memories
+        self._traces = traces
         self._register_cache: dict[str, str] = {}
 
     def rules(
@@ -133,8 +134,8 @@ class ToneRules:
         current_rows = [members(key) for key in current_episodes]
         standing_rows = [members(key) for key in standing_episodes]
         needed = [found.memory_ids[p] for rows in current_rows + standing_rows for p in rows]
-        memories = {m.memory_id: m for m in self._store.get_memories(needed)}
-        traces = self._store.get_traces(needed)
+        memories = {m.memory_id: m for m in self._memories.get_memories(needed)}
+        traces = self._traces.get_traces(needed)
 
         def materialise(groups: list[list[int]]) -> list[list[tuple[Memory, Trace, float]]]:
             return [
@@ -161,7 +162,7 @@ class ToneRules:
         if missing:
             if len(cache) > REGISTER_CACHE_SIZE:
                 cache.clear()
-            for memory_id, trace in self._store.get_traces(missing).items():
+            for memory_id, trace in self._traces.get_traces(missing).items():
                 if trace.status is TraceStatus.COMPLETE:
                     found[memory_id] = cache[memory_id] = trace.register
         return found

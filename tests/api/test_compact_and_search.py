@@ -27,7 +27,7 @@ from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import CompactMemory, CompactRecall, CompactToneRule, Partition, RecallResult
 from engine.service import Engine
-from engine.tuning_store import SqliteTuningStore
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import BrokenEmbedder, KeywordClassifier
 
 SAID = datetime(2025, 3, 2, 18, tzinfo=UTC)

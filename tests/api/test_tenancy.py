@@ -16,7 +16,7 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
-from engine.tuning_store import SqliteTuningStore
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 SECRET = "My secret is the blue door and Luna died."

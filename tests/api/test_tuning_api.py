@@ -24,7 +24,7 @@ from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import Partition
 from engine.domain.tuning import TuningProfile
 from engine.service import Engine
-from engine.tuning_store import SqliteTuningStore
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 REPO = Path(__file__).resolve().parents[2]

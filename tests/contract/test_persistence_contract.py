@@ -19,7 +19,7 @@ from engine.domain.errors import InvalidInput, NotFound
 from engine.domain.models import MemoryState, Resolution, partition_key
 from engine.domain.ports import Ledger, NoChange, ProfileStore
 from engine.domain.tuning import ScoringParams, TuningProfile
-from engine.tuning_store import SqliteTuningStore
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 
 T0 = datetime(2025, 3, 2, 18, 0, tzinfo=UTC)
 PARTITION = partition_key("ava", "u1")

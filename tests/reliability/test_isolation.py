@@ -30,7 +30,7 @@ from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.ports import MemoryStore
 from engine.service import Engine
-from engine.tuning_store import SqliteTuningStore
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 pytestmark = pytest.mark.isolation

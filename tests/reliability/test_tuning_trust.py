@@ -42,7 +42,7 @@ from engine.domain.errors import InvalidInput
 from engine.domain.models import REGISTERS, Register, Tier
 from engine.domain.ports import Classifier, Embedder, NoChange
 from engine.domain.tuning import ContextParams, ScoringParams, TuningProfile
-from engine.tuning_store import SqliteTuningStore
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 from tests.inprocess import in_process
 from tests.servers.feltsense import FeltsenseService

@@ -13,7 +13,7 @@ import engine
 REPO = Path(__file__).resolve().parents[3]
 
 PUBLIC = {
-    "Engine", "Found", "Search", "build_engine", "check_settings",
+    "Engine", "Found", "Search", "build_engine", "build_profile_store", "check_settings",
     "FactWrite", "stored_sentence", "ErasureReceipt", "SweepReport", "strength_params",
 }
 
