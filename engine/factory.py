@@ -11,8 +11,7 @@ from urllib.parse import urlsplit
 
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import ConfigurationError
-from engine.domain.ports import Classifier, Embedder, MemoryStore, ProfileStore
-from engine.domain.tuning import ProfileSource
+from engine.domain.ports import Classifier, Embedder, MemoryStore, Profiles, ProfileStore
 from engine.service import Engine
 from engine.settings import Settings
 
@@ -139,7 +138,7 @@ def build_engine(
     *,
     embedder: Embedder | None = None,
     classifier: Classifier | None = None,
-    profiles: ProfileSource | None = None,
+    profiles: Profiles | None = None,
 ) -> Engine:
     """Build an engine from settings; pass an embedder or classifier to share one already loaded. Built wholly
     from settings, it runs ``check_settings`` first."""
@@ -156,7 +155,7 @@ def build_engine(
 
 
 def build_embedded_engine(
-    data_dir: Path, *, embedder: Embedder, classifier: Classifier, profiles: ProfileSource | None = None
+    data_dir: Path, *, embedder: Embedder, classifier: Classifier, profiles: Profiles | None = None
 ) -> Engine:
     """A fresh engine over the embedded store in ``data_dir`` (its ledger there too) with models already loaded:
     what an evaluation or a benchmark builds per run. It reads no settings: none of them bear on it."""

@@ -27,9 +27,8 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.domain.errors import InvalidInput, NotFound
 from engine.domain.models import Memory, MemoryState, Partition, ReviewItem, TraceStatus, partition_key
-from engine.domain.ports import Ledger, MemoryStore
+from engine.domain.ports import Ledger, MemoryStore, Profiles
 from engine.domain.text import terms
-from engine.domain.tuning import ProfileSource
 from engine.facts import FactService
 from engine.strength import strengths
 
@@ -70,7 +69,7 @@ class SweepReport(BaseModel):
 
 
 class Lifecycle:
-    def __init__(self, *, store: MemoryStore, ledger: Ledger, facts: FactService, profiles: ProfileSource,
+    def __init__(self, *, store: MemoryStore, ledger: Ledger, facts: FactService, profiles: Profiles,
                  clock: Callable[[], datetime]) -> None:
         self._store = store
         self._ledger = ledger

@@ -32,7 +32,7 @@ from engine.domain.models import (
     Turn,
     partition_key,
 )
-from engine.domain.ports import Classifier, Embedder, Ledger, MemoryStore
+from engine.domain.ports import Classifier, Embedder, Ledger, MemoryStore, Profiles
 from engine.domain.scopes import partition_for, visible
 from engine.domain.tuning import ProfileSource
 from engine.facts import Actor, FactService, FactWrite
@@ -90,7 +90,7 @@ class Engine:
         store: MemoryStore,
         embedder: Embedder,
         classifier: Classifier,
-        profiles: ProfileSource | None = None,
+        profiles: Profiles | None = None,
         ledger: Ledger,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:

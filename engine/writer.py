@@ -31,9 +31,9 @@ from engine.domain.models import (
     TraceStatus,
     partition_key,
 )
-from engine.domain.ports import Classifier, Embedder, MemoryStore, ResolutionLog
+from engine.domain.ports import Classifier, Embedder, MemoryStore, Profiles, ResolutionLog
 from engine.domain.scopes import partition_for
-from engine.domain.tuning import ProfileSource, TuningProfile
+from engine.domain.tuning import TuningProfile
 from engine.facts import FactService, ends_another
 from engine.strength import stage_two_params
 from scoring.rerank import salience_for
@@ -56,7 +56,7 @@ class TraceWriter:
         store: MemoryStore,
         classifier: Classifier,
         embedder: Embedder,
-        profiles: ProfileSource,
+        profiles: Profiles,
         clock: Callable[[], datetime],
         facts: FactService,
         publish: Callable[[Partition], AbstractContextManager[None]] = lambda partition: nullcontext(),

@@ -432,8 +432,21 @@ class NoChange(Conflict):
         self.version = version
 
 
+class Profiles(Protocol):
+    """Where the services read a character's tuning profile: ``engine.domain.tuning.ProfileSource`` in memory,
+    or a ``ProfileStore``."""
+
+    def profile_for(self, character_id: str) -> TuningProfile:
+        """The version in force (the defaults for a character never tuned)."""
+        ...
+
+    def set(self, profile: TuningProfile) -> None:
+        """Make ``profile`` the character's (for a store: a new version unless it is the one in force already)."""
+        ...
+
+
 @runtime_checkable  # the API's dependency injection checks the value it is given against the annotation
-class ProfileStore(Protocol):
+class ProfileStore(Profiles, Protocol):
     """Tuning profiles that persist every version (``engine.domain.tuning.ProfileSource`` plus the history).
     A character never tuned has the defaults, version 1."""
 
@@ -447,10 +460,6 @@ class ProfileStore(Protocol):
     def save(self, profile: TuningProfile, *, author: str, note: str) -> TuningProfile:
         """Store ``profile`` as the character's next version and return it. InvalidInput for a blank ``note``;
         NoChange when the values are the ones in force."""
-        ...
-
-    def set(self, profile: TuningProfile) -> None:
-        """Make ``profile`` the character's (a new version unless it is the one in force already)."""
         ...
 
     def history(self, character_id: str) -> list[TuningVersion]:

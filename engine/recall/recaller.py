@@ -17,9 +17,8 @@ from engine.domain.models import (
     RecallTrace,
     Resolution,
 )
-from engine.domain.ports import Embedder, MemoryStore
+from engine.domain.ports import Embedder, MemoryStore, Profiles
 from engine.domain.text import terms
-from engine.domain.tuning import ProfileSource
 from engine.recall import path_a, stage_two
 from engine.recall.stage_one import StageOne
 from engine.recall.tone import ToneRules
@@ -41,7 +40,7 @@ def told(tier: str, min_tier: str) -> bool:
 
 class Recaller:
     def __init__(
-        self, *, store: MemoryStore, embedder: Embedder, profiles: ProfileSource, clock: Callable[[], datetime],
+        self, *, store: MemoryStore, embedder: Embedder, profiles: Profiles, clock: Callable[[], datetime],
         counter: TokenCounter | None = None, resolutions: Resolutions | None = None,
     ) -> None:
         self._counter = counter or default_counter()
