@@ -44,6 +44,11 @@ class Principal:
     role: Role
     key_id: str
 
+    @property
+    def actor(self) -> str:
+        """How the audit trail names the caller: role and key id."""
+        return f"{self.role}:{self.key_id}"
+
 
 @dataclass(frozen=True)
 class KeyInfo:

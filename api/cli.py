@@ -91,12 +91,18 @@ def _add_serve(commands: Subcommands) -> None:
 
 def handle_serve(args: argparse.Namespace, runtime: CommandRuntime) -> int:
     from api.server import serve
+
+    return _run_service("serve", lambda: serve(runtime.settings, dev=args.dev), runtime)
+
+
+def _run_service(command: str, run: Callable[[], None], runtime: CommandRuntime) -> int:
+    """Run a long-lived command; settings that cannot work are an exit 2 with what to change, not a traceback."""
     from engine.domain.errors import ConfigurationError
 
     try:
-        serve(runtime.settings, dev=args.dev)
+        run()
     except ConfigurationError as exc:
-        print(f"feltsense serve: {exc}", file=runtime.stderr)
+        print(f"feltsense {command}: {exc}", file=runtime.stderr)
         return EXIT_INVALID
     return EXIT_OK
 
@@ -113,14 +119,8 @@ def _add_worker(commands: Subcommands) -> None:
 
 def handle_worker(args: argparse.Namespace, runtime: CommandRuntime) -> int:
     from api.worker import run
-    from engine.domain.errors import ConfigurationError
 
-    try:
-        run(runtime.settings, burst=args.burst)
-    except ConfigurationError as exc:
-        print(f"feltsense worker: {exc}", file=runtime.stderr)
-        return EXIT_INVALID
-    return EXIT_OK
+    return _run_service("worker", lambda: run(runtime.settings, burst=args.burst), runtime)
 
 
 def _add_keys(commands: Subcommands) -> None:

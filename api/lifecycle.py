@@ -152,18 +152,16 @@ def list_facts(
       responses=problems(*AUTHENTICATED, 404))
 def archive_memory(memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
                    user_id: OptionalIdQuery = None) -> StateView:
-    partitions = _changeable(principal, character_id, user_id)
-    return StateView(memory_id=memory_id,
-                     state=engine.archive(memory_id, partitions, actor=f"{principal.role}:{principal.key_id}"))
+    return StateView(memory_id=memory_id, state=engine.archive(
+        memory_id, _changeable(principal, character_id, user_id), actor=principal.actor))
 
 
 @post("/v1/memories/{memory_id:str}/restore", status_code=200, sync_to_thread=True,
       summary="Bring an archived memory back into recall as it was", responses=problems(*AUTHENTICATED, 404))
 def restore_memory(memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
                    user_id: OptionalIdQuery = None) -> StateView:
-    partitions = _changeable(principal, character_id, user_id)
-    return StateView(memory_id=memory_id,
-                     state=engine.restore(memory_id, partitions, actor=f"{principal.role}:{principal.key_id}"))
+    return StateView(memory_id=memory_id, state=engine.restore(
+        memory_id, _changeable(principal, character_id, user_id), actor=principal.actor))
 
 
 @post("/v1/memories/{memory_id:str}/pin", status_code=200, sync_to_thread=True,
@@ -173,7 +171,7 @@ def pin_memory(memory_id: FromPath[str], data: JSONBody[PinRequest], engine: Eng
                character_id: IdQuery, user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
     return StateView(memory_id=memory_id, state=engine.pin(memory_id, partitions, pinned=data.pinned,
-                                                           actor=f"{principal.role}:{principal.key_id}"))
+                                                           actor=principal.actor))
 
 
 @delete("/v1/users/{user_id:str}", status_code=200, sync_to_thread=True,
@@ -184,7 +182,7 @@ def erase_user(user_id: IdPath, engine: EngineDep, principal: PrincipalDep, char
                ) -> ErasureReceipt:
     require(principal, "runtime")
     return engine.erase_user(scoped(principal.org, character_id), user_id, strict=strict,
-                             actor=f"{principal.role}:{principal.key_id}")
+                             actor=principal.actor)
 
 
 @get("/v1/review", sync_to_thread=True, summary="Consolidation proposals waiting for (or given) a decision",
@@ -204,7 +202,7 @@ def decide(item_id: FromPath[str], data: JSONBody[Decision], engine: EngineDep, 
            character_id: IdQuery, user_id: OptionalIdQuery = None) -> ReviewItem:
     return _unscope_item(principal, engine.decide(item_id, data.decision,
                                                   _changeable(principal, character_id, user_id),
-                                                  by=f"{principal.role}:{principal.key_id}"))
+                                                  by=principal.actor))
 
 
 def _public(principal: Principal, key: str) -> str:
@@ -247,7 +245,7 @@ def put_canon(character_id: IdPath, record_id: IdPath, data: JSONBody[CanonRecor
               engine: EngineDep, principal: PrincipalDep) -> FactView:
     require(principal, "director", "admin")
     memory = engine.write_canon(scoped(principal.org, character_id), record_id, data.text,
-                                actor=f"{principal.role}:{principal.key_id}")
+                                actor=principal.actor)
     state = engine.states([memory.memory_id])[memory.memory_id]
     return FactView(fact=unscope_memory(principal.org, memory), state=state)
 

@@ -137,7 +137,7 @@ def delete_memory(
 ) -> ErasureReceipt:
     require(principal, "runtime")
     return engine.forget(memory_id, scope_partition(principal.org, character_id, user_id), strict=strict,
-                         actor=f"{principal.role}:{principal.key_id}")
+                         actor=principal.actor)
 
 
 @get("/v1/recalls/{recall_id:str}", sync_to_thread=True,

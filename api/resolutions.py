@@ -43,7 +43,7 @@ def undo_resolution(
 ) -> list[Resolution]:
     require(principal, "director")
     return engine.undo_resolution(memory_id, scope_partition(principal.org, character_id, user_id),
-                                  actor=f"{principal.role}:{principal.key_id}")
+                                  actor=principal.actor)
 
 
 resolution_routes = [list_resolutions, undo_resolution]

@@ -8,16 +8,26 @@ longer than a caller may send.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+from pydantic import BaseModel
+
 from api.auth import scoped, unscoped
 from engine.domain.models import Memory, Partition, RecallQuery, RecallResult, Turn
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+_TURN_IDS = ("character_id", "session_id", "turn_id")
+
+
+def _rewritten(model: _Model, change: Callable[[str, str], str], org: str, names: tuple[str, ...]) -> _Model:
+    return model.model_copy(update={name: change(org, getattr(model, name)) for name in names})
+
 
 def scope_turn(org: str, turn: Turn) -> Turn:
-    return turn.model_copy(update={
-        "character_id": scoped(org, turn.character_id),
-        "session_id": scoped(org, turn.session_id),
-        "turn_id": scoped(org, turn.turn_id),
-    })
+    return _rewritten(turn, scoped, org, _TURN_IDS)
 
 
 def scope_query(org: str, query: RecallQuery) -> RecallQuery:
@@ -32,11 +42,7 @@ def scope_partition(org: str, character_id: str, user_id: str) -> Partition:
 
 
 def unscope_memory(org: str, memory: Memory) -> Memory:
-    return memory.model_copy(update={
-        "character_id": unscoped(org, memory.character_id),
-        "session_id": unscoped(org, memory.session_id),
-        "turn_id": unscoped(org, memory.turn_id),
-    })
+    return _rewritten(memory, unscoped, org, _TURN_IDS)
 
 
 def unscope_result(org: str, result: RecallResult) -> RecallResult:

@@ -214,7 +214,7 @@ def put_tuning(
 ) -> TuningProfile:
     require(principal, "director")
     profile = _profile(scoped(principal.org, character_id), data)
-    saved = _store(tuning).save(profile, author=f"{principal.role}:{principal.key_id}", note=data.note)
+    saved = _store(tuning).save(profile, author=principal.actor, note=data.note)
     return _public(principal.org, saved)
 
 

@@ -10,7 +10,7 @@ outranks the fact that replaced it, canon or not.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -121,60 +121,40 @@ def usage_boost(retrievals: Counts, query_kinds: Counts, params: StrengthParams)
     return capped
 
 
-def strength_components(
-    *,
-    now_epoch: float,
-    last_validated_epoch: F64,
-    retrievals: Counts,
-    query_kinds: Counts,
-    confidence: F64,
-    source_trust: F64,
-    canon: Mask,
-    pinned: Mask,
-    stale: Mask,
-    params: StrengthParams,
-) -> dict[str, F64]:
+class StrengthSignals(TypedDict):
+    """A batch of memories' stored signals (row i = one memory), as ``strength`` and ``strength_components`` take
+    them by keyword."""
+
+    now_epoch: float
+    last_validated_epoch: F64
+    retrievals: Counts
+    query_kinds: Counts
+    confidence: F64
+    source_trust: F64
+    canon: Mask
+    pinned: Mask
+    stale: Mask
+
+
+def strength_components(*, params: StrengthParams, **signals: Unpack[StrengthSignals]) -> dict[str, F64]:
     """Every step of the strength computation, so a ranking can be explained.
 
     Keys: "decay", "usage", "base" (clipped to [0, 1]), "floored" (after canon and pin floors) and "strength"
     (after the stale multiplier). Stale applies last: a superseded memory must never outrank the current fact.
     """
-    age_days = (now_epoch - np.asarray(last_validated_epoch, dtype=np.float64)) / SECONDS_PER_DAY
+    age_days = (signals["now_epoch"] - np.asarray(signals["last_validated_epoch"], dtype=np.float64)) / SECONDS_PER_DAY
     decay = strength_curve(age_days, params)
-    usage = usage_boost(retrievals, query_kinds, params)
-    base = np.clip(source_trust * confidence * decay * usage, 0.0, 1.0)
-    floored = np.where(canon, np.maximum(base, params.canon_floor), base)
-    floored = np.where(pinned, np.maximum(floored, params.pin_floor), floored)
-    final = np.where(stale, floored * params.stale_weight, floored)
+    usage = usage_boost(signals["retrievals"], signals["query_kinds"], params)
+    base = np.clip(signals["source_trust"] * signals["confidence"] * decay * usage, 0.0, 1.0)
+    floored = np.where(signals["canon"], np.maximum(base, params.canon_floor), base)
+    floored = np.where(signals["pinned"], np.maximum(floored, params.pin_floor), floored)
+    final = np.where(signals["stale"], floored * params.stale_weight, floored)
     return {"decay": decay, "usage": usage, "base": base, "floored": floored, "strength": final}
 
 
-def strength(
-    *,
-    now_epoch: float,
-    last_validated_epoch: F64,
-    retrievals: Counts,
-    query_kinds: Counts,
-    confidence: F64,
-    source_trust: F64,
-    canon: Mask,
-    pinned: Mask,
-    stale: Mask,
-    params: StrengthParams,
-) -> F64:
+def strength(*, params: StrengthParams, **signals: Unpack[StrengthSignals]) -> F64:
     """The live strength in [0, 1] per memory; see ``strength_components`` for the steps."""
-    return strength_components(
-        now_epoch=now_epoch,
-        last_validated_epoch=last_validated_epoch,
-        retrievals=retrievals,
-        query_kinds=query_kinds,
-        confidence=confidence,
-        source_trust=source_trust,
-        canon=canon,
-        pinned=pinned,
-        stale=stale,
-        params=params,
-    )["strength"]
+    return strength_components(params=params, **signals)["strength"]
 
 
 def source_trust_of(source: str) -> float:
