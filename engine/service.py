@@ -40,7 +40,8 @@ from engine.gate import VisibilityGates
 from engine.ingest import Ingestor
 from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
 from engine.recall import Recaller
-from engine.retrieval import Query, lexical_query, query_vector, rank
+from engine.recall.stage_one import search_levels
+from engine.retrieval import Query, lexical_query, query_vector
 from engine.strength import strengths
 from engine.writer import TraceWriter
 from traces.facts import AUTO_ACTIVE_RELATIONS
@@ -207,18 +208,11 @@ class Engine:
             mode = "lexical"
             log.warning("search degraded to lexical for %s/%s: %s", partition.character_id, partition.user_id, exc)
         with self._visibility.shared(partition):  # as recall reads: a closing session's facts all or none
-            legs = self.store.search(
-                partition, query_vector=vector, query_terms=query_terms, params=params, exclude_session=None,
-                created_before=EVERY_MEMORY_BEFORE, include_archived=include_archived,
-                term_weights=term_weights.tolist(),
-            )
             query = Query(vector=vector, cosine_scale=1.0, terms=query_terms, term_weights=term_weights)
-            candidates = rank(legs, query, params).candidates
-            if mode == "lexical" and not candidates:
-                mode = "substring"
-                candidates = self.store.substring_search(
-                    partition, query_text=text, limit=limit, exclude_session=None,
-                    created_before=EVERY_MEMORY_BEFORE, include_archived=include_archived)
+            searched = search_levels(self.store, [partition], query, mode, params, text=text,
+                                     created_before=EVERY_MEMORY_BEFORE, exclude_session=None,
+                                     substring_limit=limit, include_archived=include_archived)
+            mode, candidates = searched.mode, searched.candidates
             relevance = {c.memory_id: c.relevance for c in candidates[:limit]}
             found = {f.memory.memory_id: f for f in self._found(
                 partition, self.store.get_memories(list(relevance)), relevance)}

@@ -21,7 +21,7 @@ from engine.domain.models import Candidate, Partition, RecallMode, RecallQuery, 
 from engine.domain.ports import Embedder, SearchIndex, TurnLog
 from engine.domain.scopes import visible
 from engine.domain.text import terms
-from engine.domain.tuning import TuningProfile
+from engine.domain.tuning import RetrievalParams, TuningProfile
 from engine.retrieval import Query, Ranked, query_vector, rank, weighted_terms
 
 log = logging.getLogger("feltsense.recall")
@@ -95,35 +95,13 @@ class StageOne:
     ) -> Searched:
         """Each level the user may see, searched and ranked, merged best first (stable: ties keep level order,
         narrowest first) and cut to ``retrieval.candidates``; substring matching when lexical found nothing."""
-        levels = visible(query.character_id, query.user_id)
-        found = Searched(candidates=[], mode=mode)
-        counts = found.counts
-        for _, level in levels:  # filters before ranking: each level is searched for what this user may see
-            legs = self._index.search(
-                level, query_vector=search.vector, query_terms=search.terms, params=profile.retrieval,
-                exclude_session=exclude, created_before=now, term_weights=search.term_weights.tolist(),
-            )
-            ranked = rank(legs, search, profile.retrieval)
-            if found.own is None:
-                found.own = ranked
-            found.documents += legs.documents
-            for term, df in zip(search.terms, legs.document_frequency.tolist(), strict=True):
-                found.frequency[term] = found.frequency.get(term, 0.0) + df
-            found.candidates.extend(ranked.candidates)
-            for key, value in (("vector", ranked.vector), ("lexical", ranked.lexical),
-                               ("dropped_below_floor", ranked.dropped_below_floor),
-                               ("excluded_current_session", ranked.excluded_current_session)):
-                counts[key] = counts.get(key, 0) + value
-        if found.mode == "lexical" and not found.candidates:
-            found.mode = "substring"
-            for _, level in levels:
-                found.candidates.extend(self._index.substring_search(
-                    level, query_text=query.message, limit=profile.retrieval.candidates,
-                    exclude_session=exclude, created_before=now,
-                ))
+        found = search_levels(
+            self._index, [level for _, level in visible(query.character_id, query.user_id)], search, mode,
+            profile.retrieval, text=query.message, created_before=now, exclude_session=exclude,
+            substring_limit=profile.retrieval.candidates,
+        )
+        if found.mode == "substring":
             notes.append("lexical leg found nothing; answered by substring matching")
-        found.candidates.sort(key=lambda c: -c.relevance)  # stable: ties keep level order, narrowest first
-        found.candidates = found.candidates[: profile.retrieval.candidates]
         return found
 
     def _vectors(
@@ -149,3 +127,43 @@ class StageOne:
             if line not in cache and len(cache) >= LINE_CACHE_SIZE:
                 cache.pop(next(iter(cache)), None)
             cache[line] = row
+
+
+def search_levels(
+    index: SearchIndex, levels: Sequence[Partition], search: Query, mode: RecallMode, params: RetrievalParams, *,
+    text: str, created_before: datetime, exclude_session: str | None, substring_limit: int,
+    include_archived: bool = False,
+) -> Searched:
+    """Stage one over ``levels``: each searched and ranked (``engine.retrieval.rank``), merged best first (stable:
+    ties keep level order) and cut to ``params.candidates``. When the answer is lexical (the embedder is down)
+    and finds nothing, substring matching answers instead and ``mode`` says "substring". Recall searches the
+    levels a user may see; the memory search of ``Engine.search`` the user's own partition alone."""
+    found = Searched(candidates=[], mode=mode)
+    counts = found.counts
+    for level in levels:  # filters before ranking: each level is searched for what this user may see
+        legs = index.search(
+            level, query_vector=search.vector, query_terms=search.terms, params=params,
+            exclude_session=exclude_session, created_before=created_before, include_archived=include_archived,
+            term_weights=search.term_weights.tolist(),
+        )
+        ranked = rank(legs, search, params)
+        if found.own is None:
+            found.own = ranked
+        found.documents += legs.documents
+        for term, df in zip(search.terms, legs.document_frequency.tolist(), strict=True):
+            found.frequency[term] = found.frequency.get(term, 0.0) + df
+        found.candidates.extend(ranked.candidates)
+        for key, value in (("vector", ranked.vector), ("lexical", ranked.lexical),
+                           ("dropped_below_floor", ranked.dropped_below_floor),
+                           ("excluded_current_session", ranked.excluded_current_session)):
+            counts[key] = counts.get(key, 0) + value
+    if found.mode == "lexical" and not found.candidates:
+        found.mode = "substring"
+        for level in levels:
+            found.candidates.extend(index.substring_search(
+                level, query_text=text, limit=substring_limit, exclude_session=exclude_session,
+                created_before=created_before, include_archived=include_archived,
+            ))
+    found.candidates.sort(key=lambda c: -c.relevance)  # stable: ties keep level order, narrowest first
+    found.candidates = found.candidates[: params.candidates]
+    return found
