@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import multiprocessing
@@ -146,9 +147,12 @@ def _check(deadline: float) -> None:
         raise ReplayDeadline
 
 
-class _DeadlineEmbedder:
-    def __init__(self, inner: Embedder, deadline: float) -> None:
-        self._inner, self._deadline = inner, deadline
+class EmbedderWrapper:
+    """An embedder that passes everything to ``inner``, calling ``before`` (when given) ahead of each ``embed``; a
+    subclass may override ``embed`` to add to it (a memo, in the evaluations)."""
+
+    def __init__(self, inner: Embedder, before: Callable[[], None] | None = None) -> None:
+        self._inner, self._before = inner, before
 
     @property
     def model_id(self) -> str:
@@ -159,13 +163,17 @@ class _DeadlineEmbedder:
         return self._inner.dimension
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        _check(self._deadline)
+        if self._before is not None:
+            self._before()
         return self._inner.embed(texts)
 
 
-class _DeadlineClassifier:
-    def __init__(self, inner: Classifier, deadline: float) -> None:
-        self._inner, self._deadline = inner, deadline
+class ClassifierWrapper:
+    """A classifier that passes everything to ``inner``, calling ``before`` (when given) ahead of each
+    ``classify``; a subclass may override ``classify`` to add to it."""
+
+    def __init__(self, inner: Classifier, before: Callable[[], None] | None = None) -> None:
+        self._inner, self._before = inner, before
 
     @property
     def name(self) -> str:
@@ -176,17 +184,19 @@ class _DeadlineClassifier:
         return self._inner.per_sentence
 
     def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Sequence[TraceClassification]:
-        _check(self._deadline)
+        if self._before is not None:
+            self._before()
         return self._inner.classify(texts, embeddings)
 
 
 def run_job(job: ReplayJob, embedder: Embedder, classifier: Classifier) -> ReplayOutcome:
     """Run one replay until its deadline; every model call is a point where it stops once the deadline passed."""
+    deadline = functools.partial(_check, job.deadline)
     try:
-        _check(job.deadline)
+        deadline()
         comparison = compare_profiles(
-            job.transcript, job.current, job.proposed, embedder=_DeadlineEmbedder(embedder, job.deadline),
-            classifier=_DeadlineClassifier(classifier, job.deadline),
+            job.transcript, job.current, job.proposed, embedder=EmbedderWrapper(embedder, deadline),
+            classifier=ClassifierWrapper(classifier, deadline),
         )
     except ReplayDeadline:
         return ReplayOutcome(timed_out=True)

@@ -22,8 +22,9 @@ from numpy.typing import NDArray
 
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import RecallQuery, Turn, WindowTurn
-from engine.domain.ports import Classifier, Embedder
+from engine.domain.ports import Classifier, Embedder, TraceClassification
 from engine.factory import build_classifier, build_embedded_engine, build_embedder
+from engine.replay_runner import ClassifierWrapper, EmbedderWrapper
 from engine.service import Engine
 from engine.settings import Settings
 from scoring.reference import stage_two_reference
@@ -205,20 +206,12 @@ REPLIES = (
 )
 
 
-class MemoEmbedder:
+class MemoEmbedder(EmbedderWrapper):
     """Wraps an embedder with a text -> vector memo, so a side-by-side run embeds each synthetic text once."""
 
     def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._memo: dict[str, NDArray[np.float32]] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
@@ -228,6 +221,21 @@ class MemoEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._memo[t] for t in texts])
+
+
+class MemoClassifier(ClassifierWrapper):
+    """A classifier that classifies each distinct session (its texts, in order) once."""
+
+    def __init__(self, inner: Classifier) -> None:
+        super().__init__(inner)
+        self._seen: dict[tuple[str, ...], Sequence[TraceClassification]] = {}
+
+    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Sequence[TraceClassification]:
+        key = tuple(texts)
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = self._inner.classify(texts, embeddings)
+        return found
 
 
 EngineFactory = Callable[[Embedder, Classifier], Engine]

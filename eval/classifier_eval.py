@@ -29,12 +29,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
 from engine.domain.models import REGISTERS
+from engine.domain.ports import TraceClassification
 from eval.emotion_sets import OTHER, SETS, SKIPPED, EmotionSet, Gold, load_set
 from traces.classifier import DEFAULT_WEIGHTS_PATH as V1_DEFAULT_WEIGHTS
 from traces.classifier import VaderFeatures
@@ -48,17 +49,9 @@ V1_WEIGHTS = V1_DEFAULT_WEIGHTS
 stays comparable after v2 became the default."""
 
 
-class Reading(Protocol):
-    """What scoring reads of one turn's classification (``engine.domain.ports.TraceClassification`` has more)."""
-
-    @property
-    def register(self) -> str: ...
-
-    @property
-    def valence(self) -> float: ...
-
-    @property
-    def intensity(self) -> float: ...
+Reading: TypeAlias = "TraceClassification | VaderReading"
+"""One turn's classification, of which scoring reads the register, valence and intensity: the port's
+(``engine.domain.ports.TraceClassification``) or the VADER baseline's."""
 
 
 class ClassifierLike(Protocol):

@@ -291,6 +291,16 @@ def _after_last_turn(config: ServeBenchConfig) -> datetime:
     return first + timedelta(days=config.memories_per_user // SESSION_TURNS + 1)
 
 
+async def _timed_recall(client: AsyncFeltsenseClient, query: RecallQuery, stats: DriveStats, since_ns: int) -> None:
+    """One recall: its latency from ``since_ns`` into ``stats``, or its error."""
+    try:
+        await client.recall(query)
+    except Exception as exc:  # any failure is an error of the run; the run goes on
+        stats.record_error(exc)
+    else:
+        stats.latencies_ms.append((time.perf_counter_ns() - since_ns) / 1e6)
+
+
 async def drive(
     client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int
 ) -> DriveStats:
@@ -300,13 +310,7 @@ async def drive(
 
     async def worker() -> None:
         for query in queue:
-            begin = time.perf_counter_ns()
-            try:
-                await client.recall(query)
-            except Exception as exc:  # any failure is an error of the run; the run goes on
-                stats.record_error(exc)
-            else:
-                stats.latencies_ms.append((time.perf_counter_ns() - begin) / 1e6)
+            await _timed_recall(client, query, stats, time.perf_counter_ns())
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -324,11 +328,7 @@ async def drive_paced(
 
     async def one(query: RecallQuery, due_ns: int) -> None:
         try:
-            await client.recall(query)
-        except Exception as exc:  # any failure is an error of the run; the run goes on
-            stats.record_error(exc)
-        else:
-            stats.latencies_ms.append((time.perf_counter_ns() - due_ns) / 1e6)
+            await _timed_recall(client, query, stats, due_ns)
         finally:
             slots.release()
 

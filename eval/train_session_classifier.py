@@ -22,14 +22,11 @@ Data (only sets ``../shared/data/README.md`` marks *train*; mappings in ``eval/t
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import json
-import platform
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,37 +35,47 @@ import scipy.sparse as sp  # type: ignore[import-untyped]
 from numpy.typing import NDArray
 
 from engine.domain.models import REGISTERS
-from eval.train_classifier import (
-    GOEMOTIONS_TO_REGISTER,
-    GRIEF_WEIGHT,
-    INTENSITY_EXAMPLES,
-    SEED,
-    SYNTHETIC_GRIEF_CHECK,
-    SYNTHETIC_GRIEF_TRAIN,
-    FeatureBuilder,
+from eval.classifier_training import (
+    affect_columns,
+    export_weights,
+    logger,
     macro_f1,
     pearson,
+    register_arrays,
+    run_details,
     tune_register_bias,
 )
+from eval.session_training import (
+    HASH_BITS,
+    Block,
+    Builder,
+    read_emobank,
+    read_goemotions,
+    read_goemotions_labels,
+    rows_of,
+    single,
+)
+from eval.train_classifier import GRIEF_WEIGHT, SEED
+from eval.train_classifier_data import (
+    GOEMOTIONS_TO_REGISTER,
+    SYNTHETIC_GRIEF_TRAIN,
+)
+from eval.train_session_classifier_report import evaluate, render_markdown
 from eval.train_sets import (
     Labelled,
     read_emorynlp,
     read_handwritten,
-    read_handwritten_check,
     read_xed,
 )
-from traces.classifier import VaderFeatures, softmax, tfidf_values
+from traces.classifier import softmax
 from traces.session_classifier import (
     DENSE_WIDTH,
     FORMAT,
     SessionClassifier,
     context_views,
-    cue_features,
-    hashed_token_counts,
     word_count,
 )
 
-HASH_BITS = 16
 REGISTER_C = 3.0
 XED_WEIGHT = 0.5
 EMORYNLP_WEIGHT = 0.7
@@ -95,104 +102,13 @@ MIX_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 CONTEXT_GRID = (0.0, 0.15, 0.3, 0.45, 0.6)
 CONTEXT_SHORT_WORDS_GRID = (3, 6, 10)
 
-
-def log(message: str) -> None:
-    print(f"[train_session_classifier] {message}", file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class Block:
-    """A set of texts ready for the heads: the dense block and the hashed counts, plus labels."""
-
-    texts: list[str]
-    embeddings: NDArray[np.float32]
-    dense: NDArray[np.float32]
-    bucket_ids: list[NDArray[np.int64]]
-    bucket_counts: list[NDArray[np.float32]]
-
-    def hashed(self, idf: NDArray[np.float32]) -> Any:
-        values = [tfidf_values(c, idf[i]) for i, c in zip(self.bucket_ids, self.bucket_counts, strict=True)]
-        indptr = np.concatenate([[0], np.cumsum([len(i) for i in self.bucket_ids])])
-        indices = np.concatenate(self.bucket_ids) if self.bucket_ids else np.zeros(0, np.int64)
-        data = np.concatenate(values) if values else np.zeros(0, np.float32)
-        return sp.csr_matrix((data, indices, indptr), shape=(len(self.texts), len(idf)))
+__all__ = [  # the readers, blocks and report moved to eval.session_training and its report module stay here
+    "HASH_BITS", "Block", "Builder", "evaluate", "main", "read_emobank", "read_goemotions", "read_goemotions_labels",
+    "render_markdown", "rows_of", "single", "train",
+]
 
 
-class Builder:
-    def __init__(self, cache_dir: Path) -> None:
-        self.features = FeatureBuilder(cache_dir)
-        self._vader = VaderFeatures()
-
-    def block(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Block:
-        texts = list(texts)
-        counted = [hashed_token_counts(t, 1 << HASH_BITS) for t in texts]
-        dense = np.hstack([embeddings, self._vader(texts), cue_features(texts)]).astype(np.float32)
-        return Block(texts, embeddings.astype(np.float32), dense, [i for i, _ in counted], [c for _, c in counted])
-
-    def texts(self, key: str, texts: Sequence[str]) -> Block:
-        return self.block(texts, self.features.embed(key, list(texts)))
-
-    def labelled(self, key: str, data: Labelled) -> Block:
-        """A labelled set's block; examples with a context get their context reading."""
-        own = self.features.embed(key, data.texts)
-        with_context = [i for i, c in enumerate(data.context) if c]
-        if not with_context:
-            return self.block(data.texts, own)
-        befores = self.features.embed(f"{key}-context", [data.context[i] or "" for i in with_context])
-        texts, vectors = list(data.texts), own.copy()
-        for row, i in enumerate(with_context):
-            joined, summed = context_views([data.context[i] or "", data.texts[i]],
-                                           np.vstack([befores[row], own[i]]))
-            texts[i], vectors[i] = joined[0], summed[0]
-        return self.block(texts, vectors)
-
-
-def read_goemotions(data_dir: Path, split: str) -> Labelled:
-    folder = data_dir / "goemotions"
-    names = (folder / "original_labels.txt").read_text(encoding="utf-8").split()
-    texts, registers = [], []
-    for line in (folder / f"original_{split}.tsv").read_text(encoding="utf-8").splitlines():
-        if not line:
-            continue
-        text, ids, _ = line.split("\t")
-        found = {GOEMOTIONS_TO_REGISTER[names[int(i)]] for i in ids.split(",")}
-        if "grief" in found:
-            found.discard("sadness")
-        texts.append(text)
-        registers.append(sorted(found))
-    return Labelled(texts, registers, [None] * len(texts), [None] * len(texts))
-
-
-def read_goemotions_labels(data_dir: Path, split: str) -> list[list[str]]:
-    folder = data_dir / "goemotions"
-    names = (folder / "original_labels.txt").read_text(encoding="utf-8").split()
-    return [[names[int(i)] for i in line.split("\t")[1].split(",")]
-            for line in (folder / f"original_{split}.tsv").read_text(encoding="utf-8").splitlines() if line]
-
-
-def read_emobank(data_dir: Path, split: str) -> tuple[list[str], NDArray[np.float64], NDArray[np.float64]]:
-    import csv
-
-    with (data_dir / "emobank" / "emobank.csv").open(encoding="utf-8", newline="") as handle:
-        rows = [r for r in csv.DictReader(handle) if r["split"] == split]
-    return ([r["text"] for r in rows], np.array([float(r["V"]) for r in rows]),
-            np.array([float(r["A"]) for r in rows]))
-
-
-def rows_of(data: Labelled, weight: float) -> tuple[list[int], list[int], list[float]]:
-    """One row per register of each text, weighted 1 / (number of registers) x ``weight``."""
-    rows, targets, weights = [], [], []
-    for row, registers in enumerate(data.registers):
-        for register in registers:
-            rows.append(row)
-            targets.append(REGISTERS.index(register))
-            weights.append(weight / len(registers))
-    return rows, targets, weights
-
-
-def single(data: Labelled) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    rows = [i for i, r in enumerate(data.registers) if len(r) == 1]
-    return np.array(rows, dtype=np.int64), np.array([REGISTERS.index(data.registers[i][0]) for i in rows])
+log = logger("train_session_classifier")
 
 
 def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
@@ -382,21 +298,11 @@ def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
 
     hashed_weights = np.zeros((n_buckets, len(REGISTERS) + 3))
     hashed_weights[:, : len(REGISTERS)] = register_coef[:, dense_width:].T
-    affect_dense = np.zeros((n_affect_dense, 3))
-    affect_bias = np.zeros(3)
-    for column, model in enumerate([*affect_models, severity_model]):
-        hashed_weights[:, len(REGISTERS) + column] = model.coef_[n_affect_dense:]
-        affect_dense[:, column] = model.coef_[:n_affect_dense] * block_scale
-        affect_bias[column] = model.intercept_
+    affect_dense, affect_bias = affect_columns([*affect_models, severity_model], hashed_weights, n_affect_dense,
+                                               block_scale)
     valence_stretch = 1.0 / float(np.quantile(np.abs(emobank["train"][1] - 3.0) / 2.0, 0.99))
     arrays: dict[str, NDArray[Any]] = {
-        "format": np.array(FORMAT),
-        "registers": np.array(REGISTERS),
-        "emotions": np.array(emotion_names),
-        "idf": idf.astype(np.float16),
-        "hashed_weights": hashed_weights.astype(np.float16),
-        "register_dense_weights": register_coef[:, :dense_width].T.astype(np.float32),
-        "register_bias": register_bias.astype(np.float32),
+        **register_arrays(FORMAT, emotion_names, idf, hashed_weights, register_coef, dense_width, register_bias),
         "register_mlp_w1": np.stack([m.coefs_[0] for m in mlps]).astype(np.float16),
         "register_mlp_b1": np.stack([m.intercepts_[0] for m in mlps]).astype(np.float32),
         "register_mlp_w2": np.stack([m.coefs_[1] for m in mlps]).astype(np.float32),
@@ -416,14 +322,7 @@ def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
     weights_path = out_dir / "session_classifier.npz"
 
     def export() -> SessionClassifier:
-        digest = hashlib.sha256()
-        for name in sorted(arrays):
-            if name != "version":
-                digest.update(name.encode())
-                digest.update(np.ascontiguousarray(arrays[name]).tobytes())
-        arrays["version"] = np.array(f"2.{digest.hexdigest()[:10]}")
-        np.savez_compressed(weights_path, **arrays)  # type: ignore[arg-type]
-        return SessionClassifier.load(weights_path)
+        return export_weights(arrays, weights_path, 2, SessionClassifier.load)
 
     classifier = export()
     neutral_rows = [i for i, r in enumerate(go["dev"].registers) if r == ["neutral"]]
@@ -478,12 +377,7 @@ def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
 
     report = evaluate(classifier, data_dir, builder, blocks, go, emory, emobank, emobank_blocks)
     report.update({
-        "classifier": classifier.name,
-        "date": dt.date.today().isoformat(),
-        "seed": SEED,
-        "training_seconds": round(training_seconds, 1),
-        "weights_bytes": weights_path.stat().st_size,
-        "platform": f"{platform.python_version()} on {platform.machine()}",
+        **run_details(classifier.name, SEED, training_seconds, weights_path),
         "data_sizes": {name: len(block.texts) for name, block in blocks.items()},
         "settings": {
             "affect_weight": AFFECT_WEIGHT, "severity_prior": SEVERITY_PRIOR,
@@ -501,146 +395,6 @@ def train(data_dir: Path, out_dir: Path, cache_dir: Path) -> dict[str, Any]:
         },
     })
     return report
-
-
-def evaluate(classifier: SessionClassifier, data_dir: Path, builder: Builder, blocks: dict[str, Block],
-             go: dict[str, Labelled], emory: dict[str, tuple[Labelled, list[list[int]]]],
-             emobank: dict[str, tuple[list[str], NDArray[np.float64], NDArray[np.float64]]],
-             emobank_blocks: dict[str, Block]) -> dict[str, Any]:
-    """Held-out scores of the exported weights: GoEmotions test, EmoryNLP test sessions, EmoBank test, the
-    hand-written check set and v1's grief check."""
-    from sklearn.metrics import precision_recall_fscore_support
-
-    out: dict[str, Any] = {}
-    rows, targets = single(go["test"])
-    test = blocks["go-test"]
-    predicted = np.argmax(classifier.predict([test.texts[i] for i in rows], test.embeddings[rows],
-                                             context=False).register_probabilities, axis=1)
-    precision, recall, f1, support = precision_recall_fscore_support(
-        targets, predicted, labels=list(range(len(REGISTERS))), zero_division=0)
-    out["goemotions_test"] = {
-        "n": len(rows), "macro_f1": round(macro_f1(targets, predicted), 4),
-        "accuracy": round(float(np.mean(predicted == targets)), 4),
-        "per_register": {r: {"f1": round(float(f1[i]), 4), "precision": round(float(precision[i]), 4),
-                             "recall": round(float(recall[i]), 4), "support": int(support[i])}
-                         for i, r in enumerate(REGISTERS)},
-    }
-    emory_test, sessions = emory["test"]
-    vectors = blocks["emory-test"].embeddings
-    for use_context in (False, True):
-        predicted_rows: list[int] = []
-        gold: list[int] = []
-        for session in sessions:
-            p = classifier.predict([emory_test.texts[i] for i in session], vectors[session], context=use_context)
-            predicted_rows.extend(np.argmax(p.register_probabilities, axis=1).tolist())
-            gold.extend(REGISTERS.index(emory_test.registers[i][0]) for i in session)
-        out[f"emorynlp_test{'_context' if use_context else ''}"] = {
-            "n": len(gold), "macro_f1": round(macro_f1(np.array(gold), np.array(predicted_rows)), 4)}
-    texts, valence, arousal = emobank["test"]
-    eb = classifier.predict(texts, emobank_blocks["test"].embeddings, context=False)
-    out["emobank_test"] = {"n": len(texts), "valence_r": round(pearson(eb.valence, valence), 4),
-                           "arousal_r": round(pearson(eb.arousal_1to5, arousal), 4)}
-
-    cases = read_handwritten_check()
-    results = []
-    for case in cases:
-        turns = [*case.context, case.text]
-        reading = classifier.classify(turns, builder.features.embed("adhoc", turns))[-1]
-        ok_register = reading.register in case.registers
-        ok_band = reading.intensity < 0.4 if case.band == "low" else reading.intensity >= 0.6
-        results.append({"class": case.label, "text": case.text, "register": reading.register,
-                        "intensity": round(reading.intensity, 3), "valence": round(reading.valence, 3),
-                        "register_ok": ok_register, "intensity_ok": ok_band})
-    by_class: dict[str, list[dict[str, Any]]] = {}
-    for r in results:
-        by_class.setdefault(str(r["class"]), []).append(r)
-    out["handwritten_check"] = {
-        "n": len(results),
-        "register_ok": round(float(np.mean([r["register_ok"] for r in results])), 4),
-        "intensity_ok": round(float(np.mean([r["intensity_ok"] for r in results])), 4),
-        "by_class": {k: {"n": len(v), "register_ok": sum(r["register_ok"] for r in v),
-                         "intensity_ok": sum(r["intensity_ok"] for r in v)} for k, v in by_class.items()},
-        "cases": results,
-    }
-    check_vectors = builder.features.embed("synthetic-grief-check", list(SYNTHETIC_GRIEF_CHECK))
-    check = classifier.predict(list(SYNTHETIC_GRIEF_CHECK), check_vectors, context=False)
-    out["grief_check"] = {
-        "n": len(SYNTHETIC_GRIEF_CHECK),
-        "grief_recall": round(float(np.mean(np.argmax(check.register_probabilities, axis=1)
-                                            == REGISTERS.index("grief"))), 4),
-        "mean_intensity": round(float(np.mean(check.intensity)), 4),
-    }
-    example_vectors = builder.features.embed("adhoc", list(INTENSITY_EXAMPLES))
-    out["examples"] = [
-        {"text": t, "register": c.register, "valence": round(c.valence, 3), "intensity": round(c.intensity, 3)}
-        for t, c in zip(INTENSITY_EXAMPLES, classifier.classify(list(INTENSITY_EXAMPLES), example_vectors,),
-                        strict=True)
-    ]
-    timing = [f"turn {i}: {t}" for i, t in enumerate((list(INTENSITY_EXAMPLES) * 2)[:20])]
-    timing_vectors = builder.features.embed("adhoc", timing)
-    classifier.classify(timing, timing_vectors)
-    started = time.perf_counter()
-    for _ in range(20):
-        classifier.classify(timing, timing_vectors)
-    out["classify_20_turn_session_ms"] = round((time.perf_counter() - started) / 20 * 1000, 2)
-    return out
-
-
-def render_markdown(report: dict[str, Any]) -> str:
-    go, eb, check = report["goemotions_test"], report["emobank_test"], report["handwritten_check"]
-    lines = [
-        f"# Session classifier (v2) report: `{report['classifier']}`",
-        "",
-        f"Trained {report['date']} by `python -m eval.train_session_classifier` in {report['training_seconds']} s "
-        f"(seed {report['seed']}, {report['platform']}); weights {report['weights_bytes'] / 1e6:.2f} MB. "
-        "Scores below are on held-out test splits of the *train* sets and on the hand-written check set, "
-        "through the exported weights. The evaluation-only sets are scored by `feltsense eval classifier`.",
-        "",
-        "| measure | value |",
-        "|---|---|",
-        f"| GoEmotions test register macro-F1 ({go['n']} comments) | {go['macro_f1']} |",
-        f"| EmoryNLP test macro-F1, turns alone ({report['emorynlp_test']['n']}) | "
-        f"{report['emorynlp_test']['macro_f1']} |",
-        f"| EmoryNLP test macro-F1, turns in their session | {report['emorynlp_test_context']['macro_f1']} |",
-        f"| EmoBank test valence r ({eb['n']}) | {eb['valence_r']} |",
-        f"| EmoBank test arousal r | {eb['arousal_r']} |",
-        f"| hand-written check: register right ({check['n']}) | {check['register_ok']} |",
-        f"| hand-written check: intensity in band | {check['intensity_ok']} |",
-        f"| v1 grief check: grief recall ({report['grief_check']['n']}) | {report['grief_check']['grief_recall']} |",
-        f"| classify a 20-turn session | {report['classify_20_turn_session_ms']} ms |",
-        "",
-        "## Hand-written check set, by class",
-        "",
-        "| class | n | register right | intensity in band |",
-        "|---|---|---|---|",
-        *(f"| {k} | {v['n']} | {v['register_ok']} | {v['intensity_ok']} |" for k, v in check["by_class"].items()),
-        "",
-        "| text | register | intensity | valence | ok |",
-        "|---|---|---|---|---|",
-        *(f"| {c['text']} | {c['register']} | {c['intensity']} | {c['valence']} | "
-          f"{'yes' if c['register_ok'] and c['intensity_ok'] else 'no'} |" for c in check["cases"]),
-        "",
-        "## GoEmotions test, per register",
-        "",
-        "| register | F1 | precision | recall | support |",
-        "|---|---|---|---|---|",
-        *(f"| {r} | {v['f1']} | {v['precision']} | {v['recall']} | {v['support']} |"
-          for r, v in go["per_register"].items()),
-        "",
-        "## Examples",
-        "",
-        "| sentence | register | valence | intensity |",
-        "|---|---|---|---|",
-        *(f"| {e['text']} | {e['register']} | {e['valence']} | {e['intensity']} |" for e in report["examples"]),
-        "",
-        "## Settings",
-        "",
-        "```json",
-        json.dumps(report["settings"], indent=2),
-        "```",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

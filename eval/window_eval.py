@@ -40,15 +40,10 @@ Choices where the brief is silent:
 
 from __future__ import annotations
 
-import json
-import random
-import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from datetime import time as day_time
+from datetime import timedelta
 from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -58,381 +53,56 @@ from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from engine.domain.models import RecallResult
-    from engine.domain.ports import Classifier, Embedder, TraceClassification
+    from engine.domain.ports import Classifier, Embedder
     from engine.domain.tuning import TuningProfile
     from engine.service import Engine
     from engine.settings import Settings
     from eval.locomo import Progress
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEV_SET = REPO_ROOT / "eval" / "data" / "recall_dev.yaml"
-ESCONV_DIR = Path("../shared/data/esconv")
+from eval.window_cases import (
+    DEV_SET,
+    ESCONV_DIR,
+    REPO_ROOT,
+    Case,
+    CaseMemory,
+    Probe,
+    WindowDataError,
+    esconv_cases,
+    load_dev,
+    load_esconv,
+    parse_dev,
+)
+from eval.window_scores import (
+    KS,
+    LIMIT,
+    METHODS,
+    TIERS,
+    ProbeScore,
+    Ranked,
+    format_report,
+    means,
+    method_report,
+    pct,
+    score_probe,
+)
+
+__all__ = [  # the cases (eval.window_cases) and the scores (eval.window_scores) are read from here too
+    "DEV_SET", "ESCONV_DIR", "KS", "LIMIT", "METHODS", "SWEEP_GRID", "TIERS", "Case", "CaseMemory", "Probe",
+    "ProbeScore", "Ranked", "WindowDataError", "esconv_cases", "format_report", "format_sweep", "load_dev",
+    "load_esconv", "make_sweep", "measure", "method_report", "parse_dev", "run", "score_probe", "sweep_profiles",
+    "tail_query",
+]
+
 CHARACTER_ID = "window-eval"
-KS = (1, 3, 6)
-LIMIT = max(KS)
-METHODS = ("message", "window", "cosine", "cosine-tail3")
 ENGINE_METHODS = ("message", "window")
-TIERS = ("high", "standard", "low")
 TAIL_LINES = 3
 """Lines the ``cosine-tail3`` baseline joins: the window's last two and the message."""
-MEMORY_HOUR = day_time(19, 0, tzinfo=UTC)
-PROBE_HOUR = day_time(20, 0, tzinfo=UTC)
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-ESCONV_DISTRACTORS = 75
-ESCONV_SEED = 20250601
-ESCONV_POSITIONS = (2, 3, 4, 5, 6)
-"""The seeker's turns (1-based, among the seeker's own) used as query messages."""
-ESCONV_MIN_WORDS = 4
-ESCONV_AT = datetime(2025, 6, 1, 20, 0, tzinfo=UTC)
-ESCONV_AGE_DAYS = (14.0, 180.0)
-SEEKER = frozenset({"usr", "seeker"})
-SUPPORTER = frozenset({"sys", "supporter"})
-
 SWEEP_GRID: dict[str, tuple[float | int, ...]] = {
     "window_vector_weight": (0.0, 0.5, 1.0, 1.5, 2.0),
     "window_lexical_weight": (0.0, 0.3, 0.5),
     "window_recency": (0.7, 0.85, 1.0),
     "window_turns": (4, 6),
 }
-
-
-class WindowDataError(ValueError):
-    """The cases are missing or malformed; the message names the file and the place."""
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Cases
-
-
-@dataclass(frozen=True)
-class CaseMemory:
-    key: str
-    """The memory's id in the case (``maya-interview``); unique within its user."""
-    text: str
-    at: datetime
-
-
-@dataclass(frozen=True)
-class Probe:
-    probe_id: str
-    message: str
-    window: tuple[tuple[str, str], ...]
-    """(role, text) lines before the message, oldest first; role is "user" or "character"."""
-    expect: tuple[str, ...]
-    at: datetime
-    group: str
-    """What the per-group means are over: the dev set's ``kind``, ESConv's ``cut N``."""
-
-
-@dataclass(frozen=True)
-class Case:
-    user: str
-    memories: tuple[CaseMemory, ...]
-    probes: tuple[Probe, ...]
-
-
-def _day(value: object, where: str) -> datetime:
-    """A YAML date (``2025-02-20``) or ISO timestamp as an aware UTC datetime; a bare date is at ``MEMORY_HOUR``."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date):
-        return datetime.combine(value, MEMORY_HOUR)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            raise WindowDataError(f"{where}: {value!r} is not a date (YYYY-MM-DD)") from None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    raise WindowDataError(f"{where}: expected a date, got {value!r}")
-
-
-def _probe_time(value: object, where: str) -> datetime:
-    """A probe's time: a bare date is at ``PROBE_HOUR``, after that day's memories."""
-    if isinstance(value, date) and not isinstance(value, datetime):
-        return datetime.combine(value, PROBE_HOUR)
-    return _day(value, where)
-
-
-def _text(value: object, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise WindowDataError(f"{where}: expected a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _identifier(value: object, where: str) -> str:
-    text = _text(value, where)
-    if not _ID.fullmatch(text):
-        raise WindowDataError(f"{where}: {text!r} is not an id (letters, digits, '.', '_', '-')")
-    return text
-
-
-def parse_dev(document: object, *, source: str = "the dev set") -> list[Case]:
-    """The dev set's cases from its parsed YAML; ``WindowDataError`` naming the place of the first problem."""
-    if not isinstance(document, Mapping) or document.get("format") != 1 or not isinstance(document.get("users"), list):
-        raise WindowDataError(f"{source}: expected a mapping with format: 1 and a list of users")
-    cases: list[Case] = []
-    users: set[str] = set()
-    probe_ids: set[str] = set()
-    for u, raw in enumerate(document["users"]):
-        where = f"{source}: users[{u}]"
-        if not isinstance(raw, Mapping):
-            raise WindowDataError(f"{where}: expected a mapping")
-        user = _identifier(raw.get("user"), f"{where}.user")
-        if user in users:
-            raise WindowDataError(f"{where}: user {user!r} appears twice")
-        users.add(user)
-        memories: dict[str, CaseMemory] = {}
-        for m, item in enumerate(raw.get("memories") or ()):
-            at = f"{where}.memories[{m}]"
-            if not isinstance(item, Mapping):
-                raise WindowDataError(f"{at}: expected a mapping with id, date and text")
-            key = _identifier(item.get("id"), f"{at}.id")
-            if key in memories:
-                raise WindowDataError(f"{at}: memory id {key!r} appears twice")
-            memories[key] = CaseMemory(key=key, text=_text(item.get("text"), f"{at}.text"),
-                                       at=_day(item.get("date"), f"{at}.date"))
-        if not memories:
-            raise WindowDataError(f"{where}: no memories")
-        now = raw.get("now")
-        probes: list[Probe] = []
-        for p, item in enumerate(raw.get("probes") or ()):
-            at = f"{where}.probes[{p}]"
-            if not isinstance(item, Mapping):
-                raise WindowDataError(f"{at}: expected a mapping")
-            probe_id = _identifier(item.get("id"), f"{at}.id")
-            if probe_id in probe_ids:
-                raise WindowDataError(f"{at}: probe id {probe_id!r} appears twice")
-            probe_ids.add(probe_id)
-            when = item.get("at", now)
-            if when is None:
-                raise WindowDataError(f"{at}: no time (give the user a `now` or the probe an `at`)")
-            moment = _probe_time(when, f"{at}.at")
-            window: list[tuple[str, str]] = []
-            for w, line in enumerate(item.get("window") or ()):
-                if not isinstance(line, Mapping) or len(line) != 1:
-                    raise WindowDataError(f"{at}.window[{w}]: expected one `user: ...` or `character: ...`")
-                ((role, said),) = line.items()
-                if role not in ("user", "character"):
-                    raise WindowDataError(f"{at}.window[{w}]: role {role!r} is neither user nor character")
-                window.append((role, _text(said, f"{at}.window[{w}]")))
-            expect = item.get("expect")
-            if not isinstance(expect, list):
-                raise WindowDataError(f"{at}.expect: expected a list of memory ids ([] for none)")
-            for key in expect:
-                if key not in memories:
-                    raise WindowDataError(f"{at}.expect: {key!r} is not one of {user}'s memories")
-                if memories[key].at >= moment:
-                    raise WindowDataError(f"{at}.expect: {key!r} is dated after the probe, so it cannot be recalled")
-            probes.append(Probe(probe_id=probe_id, message=_text(item.get("message"), f"{at}.message"),
-                                window=tuple(window), expect=tuple(expect), at=moment,
-                                group=_identifier(item.get("kind", "other"), f"{at}.kind")))
-        cases.append(Case(user=user, memories=tuple(memories.values()), probes=tuple(probes)))
-    return cases
-
-
-def load_dev(path: Path = DEV_SET, *, limit: int | None = None) -> list[Case]:
-    """The dev set's cases (the first ``limit`` users)."""
-    import yaml
-
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise WindowDataError(f"cannot read {path}: {exc}") from exc
-    return parse_dev(document, source=str(path))[:limit]
-
-
-def _words(text: str) -> int:
-    return len(text.split())
-
-
-def _line(turn: Mapping[str, Any]) -> tuple[str, str] | None:
-    """One ESConv dialogue line as (role, text), or None for an empty line or an unknown speaker."""
-    speaker = str(turn.get("speaker", ""))
-    text = str(turn.get("text", turn.get("content", "")) or "").strip()
-    if not text:
-        return None
-    if speaker in SEEKER:
-        return ("user", text)
-    if speaker in SUPPORTER:
-        return ("character", text)
-    return None
-
-
-def esconv_cases(
-    rows: Sequence[Mapping[str, Any]],
-    *,
-    distractors: int = ESCONV_DISTRACTORS,
-    seed: int = ESCONV_SEED,
-    positions: Sequence[int] = ESCONV_POSITIONS,
-    min_words: int = ESCONV_MIN_WORDS,
-    at: datetime = ESCONV_AT,
-    limit: int | None = None,
-) -> list[Case]:
-    """One case per dialogue of the split (the first ``limit`` dialogues; distractors come from the whole split).
-
-    Dialogue i's user holds its situation (memory ``d<i>``, the expected one) and the situations of ``distractors``
-    other dialogues with another problem_type (``d<j>``), drawn by ``random.Random(f"{seed}:{i}")``, each dated
-    14-180 days before ``at``. Its probes are the seeker turns at ``positions`` (1-based among the seeker's turns)
-    with at least ``min_words`` words, each with every line before it as the window. A dialogue without a
-    situation or without a usable cut has no case.
-    """
-    from engine.domain.models import WINDOW_MAX_TURNS
-
-    situations = [str(row.get("situation") or "").strip() for row in rows]
-    problems = [str(row.get("problem_type") or "") for row in rows]
-    cases: list[Case] = []
-    for i, row in enumerate(rows[:limit]):
-        if not situations[i]:
-            continue
-        rng = random.Random(f"{seed}:{i}")
-        pool = [j for j in range(len(rows)) if j != i and situations[j] and problems[j] != problems[i]]
-        chosen = sorted(rng.sample(pool, min(distractors, len(pool))))
-        members = sorted([i, *chosen])
-        ages = {j: rng.uniform(*ESCONV_AGE_DAYS) for j in members}
-        memories = tuple(CaseMemory(key=f"d{j}", text=situations[j], at=at - timedelta(days=ages[j]))
-                         for j in members)
-        lines: list[tuple[str, str]] = []
-        seeker_turns = 0
-        probes: list[Probe] = []
-        for turn in row.get("dialog") or ():
-            line = _line(turn)
-            if line is None:
-                continue
-            if line[0] == "user":
-                seeker_turns += 1
-                if seeker_turns in positions and _words(line[1]) >= min_words:
-                    probes.append(Probe(
-                        probe_id=f"esconv-{i}-cut{seeker_turns}", message=line[1],
-                        window=tuple(lines[-WINDOW_MAX_TURNS:]), expect=(f"d{i}",), at=at,
-                        group=f"cut {seeker_turns}",
-                    ))
-            lines.append(line)
-        if probes:
-            cases.append(Case(user=f"esconv-{i}", memories=memories, probes=tuple(probes)))
-    return cases
-
-
-def load_esconv(folder: Path, split: str, *, limit: int | None = None) -> list[Case]:
-    path = folder / f"{split}.jsonl" if folder.is_dir() else folder
-    try:
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, ValueError) as exc:
-        raise WindowDataError(f"cannot read ESConv from {path}: {exc}") from exc
-    if not rows or not all(isinstance(r, dict) and "dialog" in r for r in rows):
-        raise WindowDataError(f"{path} does not look like ESConv (JSON lines with situation and dialog)")
-    return esconv_cases(rows, limit=limit)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Exact memo caches for the models (ESConv repeats every situation in ~76 users; the embedder's is
-# ``eval.bench.MemoEmbedder``)
-
-
-class MemoClassifier:
-    """A classifier that classifies each distinct session (its texts, in order) once."""
-
-    def __init__(self, inner: Classifier) -> None:
-        self._inner = inner
-        self._seen: dict[tuple[str, ...], Sequence[TraceClassification]] = {}
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def per_sentence(self) -> bool:
-        return self._inner.per_sentence
-
-    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Sequence[TraceClassification]:
-        key = tuple(texts)
-        found = self._seen.get(key)
-        if found is None:
-            found = self._seen[key] = self._inner.classify(texts, embeddings)
-        return found
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Metrics
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """One probe under one method: what each of the first results credits, and its tier (None for cosine)."""
-
-    credits: tuple[frozenset[str], ...]
-    tiers: tuple[str | None, ...] = ()
-
-
-@dataclass(frozen=True)
-class ProbeScore:
-    probe_id: str
-    group: str
-    expect: tuple[str, ...]
-    rank: int | None
-    """1-based rank of the first expected memory within the first ``LIMIT``; None when absent (or nothing expected)."""
-    top: str | None
-    """What the first result credits (a memory key, or ``"-"`` for a result crediting nothing), None if empty."""
-    top_tier: str | None
-    tiers: tuple[tuple[str, bool], ...] = field(default=())
-    """(tier, expected?) for every tiered result."""
-
-
-def score_probe(probe: Probe, ranked: Ranked) -> ProbeScore:
-    expected = set(probe.expect)
-    rank = next((i + 1 for i, credits in enumerate(ranked.credits[:LIMIT]) if credits & expected), None)
-    top = None
-    if ranked.credits:
-        first = ranked.credits[0]
-        top = ",".join(sorted(first)) if first else "-"
-    tiers = tuple((tier, bool(credits & expected)) for credits, tier in zip(ranked.credits, ranked.tiers, strict=False)
-                  if tier is not None)
-    return ProbeScore(probe_id=probe.probe_id, group=probe.group, expect=probe.expect, rank=rank, top=top,
-                      top_tier=ranked.tiers[0] if ranked.tiers else None, tiers=tiers)
-
-
-def _means(scores: Sequence[ProbeScore]) -> dict[str, float | int]:
-    n = len(scores)
-    out: dict[str, float | int] = {"probes": n}
-    for k in KS:
-        out[f"hit@{k}"] = round(sum(1 for s in scores if s.rank is not None and s.rank <= k) / n, 4) if n else 0.0
-    out["mrr"] = round(sum(1.0 / s.rank for s in scores if s.rank is not None) / n, 4) if n else 0.0
-    return out
-
-
-def method_report(scores: Sequence[ProbeScore], *, tiered: bool) -> dict[str, Any]:
-    """Means over the probes that expect something (overall and per group), the top tier of those that expect
-    nothing, and the tier table (for recall's methods)."""
-    expecting = [s for s in scores if s.expect]
-    groups: dict[str, list[ProbeScore]] = {}
-    for s in expecting:
-        groups.setdefault(s.group, []).append(s)
-    report: dict[str, Any] = {"overall": _means(expecting),
-                              "by_group": {g: _means(rows) for g, rows in sorted(groups.items(), key=_group_order)}}
-    nothing = [s for s in scores if not s.expect]
-    if tiered:
-        top: dict[str, int] = dict.fromkeys((*TIERS, "empty"), 0)
-        for s in nothing:
-            top[s.top_tier or "empty"] += 1
-        report["nothing_expected_top_tier"] = top
-        table: dict[str, dict[str, float | int]] = {}
-        for tier in TIERS:
-            rows = [hit for s in scores for t, hit in s.tiers if t == tier]
-            table[tier] = {"results": len(rows), "expected": sum(rows),
-                           "share_expected": round(sum(rows) / len(rows), 4) if rows else 0.0}
-        report["tiers"] = table
-        hits = [s for s in expecting if s.rank == 1]
-        report["top_tier_when_top_is_expected"] = {t: sum(1 for s in hits if s.top_tier == t) for t in TIERS}
-        misses = [s for s in expecting if s.rank != 1 and s.top_tier is not None]
-        report["top_tier_when_top_is_not_expected"] = {t: sum(1 for s in misses if s.top_tier == t) for t in TIERS}
-    else:
-        report["nothing_expected_probes"] = len(nothing)
-    return report
-
-
-def _group_order(item: tuple[str, Any]) -> tuple[int, str]:
-    match = re.fullmatch(r"cut (\d+)", item[0])
-    return (int(match[1]), "") if match else (10**6, item[0])
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -596,7 +266,7 @@ def run(
     ``sweep``, run it on the same engine afterwards (its rows go under ``"sweep"``)."""
     from engine.domain.tuning import ProfileSource, TuningProfile
     from engine.factory import build_embedded_engine
-    from eval.bench import MemoEmbedder
+    from eval.bench import MemoClassifier, MemoEmbedder
 
     profiles = ProfileSource()
     if profile is not None:
@@ -657,7 +327,7 @@ def make_sweep(cases: Sequence[Case], progress: Callable[[str], None] | None = N
         for n, (setting, profile) in enumerate(grid, 1):
             engine.profiles.set(profile)
             scores = evaluate(engine, cases, methods=("window",))["window"]
-            rows.append({**setting, **_means([s for s in scores if s.expect])})
+            rows.append({**setting, **means([s for s in scores if s.expect])})
             if progress is not None:
                 progress(f"sweep {n}/{len(grid)}: {setting}")
         return rows
@@ -731,50 +401,6 @@ def format_calibration(found: Mapping[str, Any]) -> str:
 # Text
 
 
-def _pct(value: float | int) -> str:
-    return f"{100.0 * float(value):6.1f}"
-
-
-def format_report(result: Mapping[str, Any], *, title: str) -> str:
-    methods: Mapping[str, Any] = result["methods"]
-    expecting = result["probes"] - result["probes_expecting_nothing"]
-    lines = [f"{title}: {result['users']} users, {result['memories']} memories, {result['probes']} probes "
-             f"({expecting} expecting a memory, {result['probes_expecting_nothing']} expecting none)",
-             "", f"  {'method':<14}{'hit@1':>7}{'hit@3':>7}{'hit@6':>7}{'MRR':>7}   (% of probes expecting a memory)"]
-    for method, block in methods.items():
-        o = block["overall"]
-        lines.append(f"  {method:<14}{_pct(o['hit@1'])} {_pct(o['hit@3'])} {_pct(o['hit@6'])} {_pct(o['mrr'])}")
-    groups = list(next(iter(methods.values()))["by_group"]) if methods else []
-    if len(groups) > 1:
-        lines += ["", "  hit@6 / MRR by group (probes)"]
-        lines.append(f"  {'group':<14}{'n':>5}" + "".join(f"{m:>20}" for m in methods))
-        for group in groups:
-            n = next(iter(methods.values()))["by_group"][group]["probes"]
-            cells = "".join(f"{100 * b['by_group'][group]['hit@6']:>12.1f} / {100 * b['by_group'][group]['mrr']:4.1f}"
-                            .rjust(20) for b in methods.values())
-            lines.append(f"  {group:<14}{n:>5}{cells}")
-    tiered = [m for m in methods if "tiers" in methods[m]]
-    if tiered:
-        lines += ["", "  tiers: results returned, and the share that were expected memories"]
-        lines.append(f"  {'method':<14}" + "".join(f"{t:>18}" for t in TIERS))
-        for method in tiered:
-            t = methods[method]["tiers"]
-            lines.append(f"  {method:<14}" + "".join(
-                f"{t[tier]['results']:>8} {_pct(t[tier]['share_expected'])}%".rjust(18) for tier in TIERS))
-        lines += ["", "  top result's tier: when it is expected / when it is not / probes expecting nothing"]
-        for method in tiered:
-            b = methods[method]
-            parts = [" ".join(f"{tier[0]}{d[tier]}" for tier in TIERS) for d in
-                     (b["top_tier_when_top_is_expected"], b["top_tier_when_top_is_not_expected"])]
-            none = b["nothing_expected_top_tier"]
-            parts.append(" ".join(f"{tier[0]}{none[tier]}" for tier in TIERS) + f" empty{none['empty']}")
-            lines.append(f"  {method:<14}" + "   |   ".join(parts))
-    c = result.get("constants") or {}
-    if c:
-        lines += ["", "  constants: " + ", ".join(f"{k}={v}" for k, v in c.items())]
-    return "\n".join(lines)
-
-
 def format_sweep(rows: Sequence[Mapping[str, Any]], *, baseline: Mapping[str, Any] | None = None,
                  default: Mapping[str, Any] | None = None) -> str:
     names = list(SWEEP_GRID)
@@ -785,10 +411,10 @@ def format_sweep(rows: Sequence[Mapping[str, Any]], *, baseline: Mapping[str, An
     for row in ordered:
         mark = "  (defaults)" if default is not None and all(row[n] == default.get(n) for n in names) else ""
         lines.append("  " + "".join(f"{row[n]:>16}" for n in names)
-                     + f"{_pct(row['hit@1']):>8}{_pct(row['hit@6']):>8}{_pct(row['mrr']):>8}{mark}")
+                     + f"{pct(row['hit@1']):>8}{pct(row['hit@6']):>8}{pct(row['mrr']):>8}{mark}")
     if baseline is not None:
-        lines.append(f"  message alone (window=()): hit@1 {_pct(baseline['hit@1']).strip()}, hit@6 "
-                     f"{_pct(baseline['hit@6']).strip()}, MRR {_pct(baseline['mrr']).strip()}")
+        lines.append(f"  message alone (window=()): hit@1 {pct(baseline['hit@1']).strip()}, hit@6 "
+                     f"{pct(baseline['hit@6']).strip()}, MRR {pct(baseline['mrr']).strip()}")
     return "\n".join(lines)
 
 

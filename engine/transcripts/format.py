@@ -8,27 +8,30 @@ Python objects, because only the nodes remember their lines.
 
 from __future__ import annotations
 
-import difflib
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from engine.domain.models import REGISTERS, Identifier, Role
+from engine.domain.models import Role
 from engine.transcripts.model import Probe, Session, ToneCheck, Transcript, TranscriptTurn
+from engine.transcripts.nodes import (
+    INT_TAG,
+    STR_TAG,
+    Issue,
+    NodeValidator,
+    TranscriptInvalid,
+    describe,
+    join_path,
+    parse_offset,
+    parse_timestamp,
+)
+
+__all__ = ["FORMAT_VERSION", "Issue", "TranscriptInvalid", "parse_offset", "parse_timestamp", "parse_transcript"]
 
 FORMAT_VERSION = 1
 DEFAULT_TURN_GAP = timedelta(seconds=30)
-MAX_TEXT_CHARS = 20_000
-"""The engine's limit on a turn's text (``engine.domain.models.Turn.text``)."""
-MAX_ID_CHARS = 150
-"""Leaves room under the engine's 200-character identifiers for the derived ``:s<n>:t<n>`` suffixes."""
-
 TOP_LEVEL_REQUIRED = ("format", "id", "character", "user", "sessions")
 TOP_LEVEL_OPTIONAL = ("description",)
 SESSION_KEYS = ("at", "turns")
@@ -37,260 +40,8 @@ TONE_ITEM_KEYS = ("register_any", "anchors_any")
 STRING_CHECKS = ("recall_any", "recall_all", "recall_none", "context_any", "context_none")
 PROBE_KEYS = ("tone", "no_tone", *STRING_CHECKS)
 
-_OFFSET = re.compile(r"\+(?:(?P<days>\d+)d)?(?:(?P<hours>\d+)h)?(?:(?P<minutes>\d+)m)?(?:(?P<seconds>\d+)s)?")
-_STR = "tag:yaml.org,2002:str"
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
-_INT = "tag:yaml.org,2002:int"
-_IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Validation errors
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One reason a transcript is invalid: ``file:line: field: message`` (line and field when known)."""
-
-    file: str
-    line: int | None
-    field: str | None
-    message: str
-
-    def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
-
-
-class TranscriptInvalid(Exception):
-    """One or more transcripts break the format; nothing should run."""
-
-    def __init__(self, issues: Sequence[Issue]) -> None:
-        super().__init__("\n".join(str(issue) for issue in issues))
-        self.issues = tuple(issues)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Parsing
-
-
-def parse_offset(text: str) -> timedelta:
-    """``+9d``, ``+1d12h``, ``+2h30m``, ``+45s`` -> a positive timedelta; ValueError for anything else."""
-    match = _OFFSET.fullmatch(text)
-    if match is None or not any(match.groupdict().values()):
-        raise ValueError(f"expected an offset like +9d, +1d12h, +2h30m or +45s, got {text!r}")
-    parts = {unit: int(value) for unit, value in match.groupdict().items() if value is not None}
-    try:
-        offset = timedelta(**parts)
-    except OverflowError:
-        raise ValueError(f"offset {text!r} is too large") from None
-    if offset <= timedelta(0):
-        raise ValueError(f"offset {text!r} must be positive")
-    return offset
-
-
-def parse_timestamp(text: str) -> datetime:
-    """An ISO-8601 timestamp with a zone -> an aware datetime; ValueError for anything else."""
-    if text.startswith("+"):
-        raise ValueError(
-            f"the first session needs an ISO-8601 timestamp with a zone (e.g. 2025-03-01T18:00:00Z), "
-            f"not an offset ({text!r})"
-        )
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"expected an ISO-8601 timestamp with a zone (e.g. 2025-03-01T18:00:00Z), got {text!r}"
-        ) from None
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"timestamp {text!r} has no zone; add one, e.g. 2025-03-01T18:00:00Z")
-    return value
-
-
-def _describe(node: Node) -> str:
-    if isinstance(node, MappingNode):
-        return "a mapping"
-    if isinstance(node, SequenceNode):
-        return "a list"
-    kind = node.tag.rsplit(":", 1)[-1]
-    if kind == "null":
-        return "nothing (null)"
-    if kind == "str":
-        return f"the string {node.value!r}"
-    if kind in ("int", "float"):
-        return f"the number {node.value}"
-    if kind == "bool":
-        return f"the boolean {node.value} (quote it to make it a string)"
-    if kind == "timestamp":
-        return f"the timestamp {node.value}"
-    return f"a value tagged {node.tag}"
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-class _Validator:
-    """Walks one document's nodes, collecting every issue rather than stopping at the first."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.issues: list[Issue] = []
-
-    def fail(self, node: Node, path: str | None, message: str) -> None:
-        self.issues.append(Issue(self.file, node.start_mark.line + 1, path or None, message))
-
-    # -- shapes ---------------------------------------------------------------------------------------------
-
-    def mapping(
-        self, node: Node, path: str, *, required: Sequence[str] = (), optional: Sequence[str] = ()
-    ) -> dict[str, tuple[Node, Node]] | None:
-        """The fields as key -> (key node, value node); reports unknown, duplicate and missing keys."""
-        allowed = (*required, *optional)
-        if not isinstance(node, MappingNode):
-            self.fail(node, path, f"expected a mapping with {', '.join(allowed)}; got {_describe(node)}")
-            return None
-        fields: dict[str, tuple[Node, Node]] = {}
-        for key_node, value_node in node.value:
-            if not (isinstance(key_node, ScalarNode) and key_node.tag == _STR):
-                self.fail(key_node, path, f"expected a field name, got {_describe(key_node)}")
-                continue
-            key = key_node.value
-            if key in fields:
-                self.fail(key_node, _join(path, key), "duplicate field")
-            elif key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f"did you mean {close[0]}?" if close else f"expected one of {', '.join(allowed)}"
-                self.fail(key_node, _join(path, key), f"unknown field ({hint})")
-            else:
-                fields[key] = (key_node, value_node)
-        for key in required:
-            if key not in fields:
-                self.fail(node, _join(path, key), "missing required field")
-        return fields
-
-    def sequence(self, node: Node, path: str, what: str) -> list[Node] | None:
-        if not isinstance(node, SequenceNode):
-            self.fail(node, path, f"expected a list of {what}, got {_describe(node)}")
-            return None
-        if not node.value:
-            self.fail(node, path, f"expected a non-empty list of {what}")
-            return None
-        return list(node.value)
-
-    def string(self, node: Node, path: str) -> str | None:
-        if not (isinstance(node, ScalarNode) and node.tag == _STR):
-            self.fail(node, path, f"expected a string, got {_describe(node)}")
-            return None
-        return str(node.value)
-
-    def text(self, node: Node, path: str) -> str | None:
-        value = self.string(node, path)
-        if value is None:
-            return None
-        if not value.strip():
-            self.fail(node, path, "expected a non-empty string")
-            return None
-        if len(value) > MAX_TEXT_CHARS:
-            self.fail(
-                node, path, f"is {len(value)} characters long; the engine takes at most {MAX_TEXT_CHARS}"
-            )
-            return None
-        return value
-
-    def identifier(self, node: Node, path: str) -> str | None:
-        value = self.string(node, path)
-        if value is None:
-            return None
-        try:
-            _IDENTIFIER.validate_python(value)
-        except ValidationError:
-            self.fail(
-                node,
-                path,
-                f"expected an identifier (letters, digits and . _ : @ -, starting with a letter or digit), "
-                f"got {value!r}",
-            )
-            return None
-        if len(value) > MAX_ID_CHARS:
-            self.fail(node, path, f"is {len(value)} characters long; at most {MAX_ID_CHARS}")
-            return None
-        return value
-
-    def strings(self, node: Node, path: str, what: str = "strings") -> tuple[str, ...] | None:
-        items = self.sequence(node, path, what)
-        if items is None:
-            return None
-        values = [self.string(item, f"{path}[{index}]") for index, item in enumerate(items)]
-        ok = True
-        for index, (item, value) in enumerate(zip(items, values, strict=True)):
-            if value is None:
-                ok = False
-            elif not value.strip():
-                self.fail(
-                    item, f"{path}[{index}]", "expected a non-empty string (an empty one matches everything)"
-                )
-                ok = False
-        return tuple(value for value in values if value is not None) if ok else None
-
-    def registers(self, node: Node, path: str) -> tuple[str, ...] | None:
-        if not isinstance(node, SequenceNode):
-            self.fail(
-                node, path, f"expected a list of registers ({', '.join(REGISTERS)}), got {_describe(node)}"
-            )
-            return None
-        values = self.strings(node, path, "registers")
-        if values is None:
-            return None
-        ok = True
-        for index, (item, value) in enumerate(zip(node.value, values, strict=True)):
-            if value not in REGISTERS:
-                self.fail(
-                    item,
-                    f"{path}[{index}]",
-                    f"unknown register {value!r}; expected one of {', '.join(REGISTERS)}",
-                )
-                ok = False
-        return values if ok else None
-
-    def timestamp(self, node: Node, path: str) -> datetime | None:
-        # An unquoted ISO timestamp is tagged timestamp by YAML; its raw text is what we parse either way.
-        if not (isinstance(node, ScalarNode) and node.tag in (_STR, _TIMESTAMP)):
-            self.fail(node, path, f"expected an ISO-8601 timestamp with a zone, got {_describe(node)}")
-            return None
-        try:
-            return parse_timestamp(node.value)
-        except ValueError as exc:
-            self.fail(node, path, str(exc))
-            return None
-
-    def offset(self, node: Node, path: str, reference: str) -> timedelta | None:
-        if not (isinstance(node, ScalarNode) and node.tag in (_STR, _TIMESTAMP)):
-            self.fail(
-                node, path, f"expected an offset from {reference} like +9d or +45s, got {_describe(node)}"
-            )
-            return None
-        try:
-            return parse_offset(node.value)
-        except ValueError as exc:
-            try:
-                datetime.fromisoformat(node.value)
-            except ValueError:
-                self.fail(node, path, f"{exc} (an offset from {reference})")
-            else:
-                self.fail(
-                    node,
-                    path,
-                    f"expected an offset from {reference} like +9d, not a timestamp ({node.value!r})",
-                )
-            return None
-
-    def advance(self, clock: datetime, offset: timedelta, node: Node, path: str) -> datetime | None:
-        try:
-            return clock + offset
-        except OverflowError:
-            self.fail(node, path, "the offset takes the time past the year 9999")
-            return None
+class _Validator(NodeValidator):
+    """Checks one transcript document: its format version, sessions, turns and probes."""
 
     # -- the document -------------------------------------------------------------------------------------
 
@@ -300,13 +51,13 @@ class _Validator:
         if not isinstance(root, MappingNode):
             return True
         for key_node, node in root.value:
-            if not (isinstance(key_node, ScalarNode) and key_node.tag == _STR and key_node.value == "format"):
+            if not (isinstance(key_node, ScalarNode) and key_node.tag == STR_TAG and key_node.value == "format"):
                 continue
-            if not (isinstance(node, ScalarNode) and node.tag == _INT and node.value == str(FORMAT_VERSION)):
+            if not (isinstance(node, ScalarNode) and node.tag == INT_TAG and node.value == str(FORMAT_VERSION)):
                 self.fail(
                     node,
                     "format",
-                    f"expected {FORMAT_VERSION} (the only version this runner reads), got {_describe(node)}",
+                    f"expected {FORMAT_VERSION} (the only version this runner reads), got {describe(node)}",
                 )
                 return False
         return True
@@ -344,9 +95,7 @@ class _Validator:
         previous: Session | None = None
         # Once a time is unknown (an earlier error), later times cannot be computed; shapes are still checked.
         times_known = True
-        for index, item in enumerate(items):
-            path = f"sessions[{index}]"
-            fields = self.mapping(item, path, required=SESSION_KEYS)
+        for index, item, path, fields in self.entries(items, "sessions", required=SESSION_KEYS):
             if fields is None:
                 times_known = False
                 continue
@@ -390,9 +139,7 @@ class _Validator:
             return None
         turns: list[TranscriptTurn] = []
         clock = start
-        for index, item in enumerate(items):
-            turn_path = f"{path}[{index}]"
-            fields = self.mapping(item, turn_path, optional=TURN_KEYS)
+        for index, item, turn_path, fields in self.entries(items, path, optional=TURN_KEYS):
             if fields is None:
                 clock = None
                 continue
@@ -403,7 +150,7 @@ class _Validator:
                 self.fail(
                     fields["character"][0], turn_path, "a turn has exactly one of user or character, not both"
                 )
-            text = self.text(fields[roles[0]][1], _join(turn_path, roles[0])) if len(roles) == 1 else None
+            text = self.text(fields[roles[0]][1], join_path(turn_path, roles[0])) if len(roles) == 1 else None
 
             gap = timedelta(0) if index == 0 else DEFAULT_TURN_GAP
             if "at" in fields:
@@ -452,7 +199,7 @@ class _Validator:
             if key == "tone":
                 parsed = self.tone(value, key_path)
             elif key == "no_tone":
-                if isinstance(value, ScalarNode) and value.tag == _STR and value.value == "any":
+                if isinstance(value, ScalarNode) and value.tag == STR_TAG and value.value == "any":
                     parsed = "any"
                 elif isinstance(value, SequenceNode):
                     parsed = self.registers(value, key_path)
@@ -460,7 +207,7 @@ class _Validator:
                     self.fail(
                         value,
                         key_path,
-                        f"expected a list of registers or the word any, got {_describe(value)}",
+                        f"expected a list of registers or the word any, got {describe(value)}",
                     )
                     parsed = None
             else:
@@ -474,31 +221,25 @@ class _Validator:
         items = self.sequence(node, path, "tone items (mappings with register_any and/or anchors_any)")
         if items is None:
             return None
-        checks: list[ToneCheck] = []
-        ok = True
-        for index, item in enumerate(items):
-            item_path = f"{path}[{index}]"
-            fields = self.mapping(item, item_path, optional=TONE_ITEM_KEYS)
-            if fields is None:
-                ok = False
-                continue
-            registers = (
-                self.registers(fields["register_any"][1], f"{item_path}.register_any")
-                if "register_any" in fields
-                else None
-            )
-            anchors = (
-                self.strings(fields["anchors_any"][1], f"{item_path}.anchors_any")
-                if "anchors_any" in fields
-                else None
-            )
-            if ("register_any" in fields and registers is None) or (
-                "anchors_any" in fields and anchors is None
-            ):
-                ok = False
-                continue
-            checks.append(ToneCheck(register_any=registers, anchors_any=anchors))
-        return tuple(checks) if ok else None
+        found = [None if fields is None else self.tone_item(fields, item_path)
+                 for _, _, item_path, fields in self.entries(items, path, optional=TONE_ITEM_KEYS)]
+        checks = [check for check in found if check is not None]
+        return tuple(checks) if len(checks) == len(found) else None
+
+    def tone_item(self, fields: dict[str, tuple[Node, Node]], item_path: str) -> ToneCheck | None:
+        registers = (
+            self.registers(fields["register_any"][1], f"{item_path}.register_any")
+            if "register_any" in fields
+            else None
+        )
+        anchors = (
+            self.strings(fields["anchors_any"][1], f"{item_path}.anchors_any")
+            if "anchors_any" in fields
+            else None
+        )
+        if ("register_any" in fields and registers is None) or ("anchors_any" in fields and anchors is None):
+            return None
+        return ToneCheck(register_any=registers, anchors_any=anchors)
 
 
 def parse_transcript(text: str, *, file: str) -> Transcript:

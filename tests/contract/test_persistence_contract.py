@@ -15,11 +15,11 @@ import pytest
 from api.auth import KeyStore
 from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.sqlite_ledger import SqliteLedger
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from engine.domain.errors import InvalidInput, NotFound
 from engine.domain.models import MemoryState, Resolution, partition_key
 from engine.domain.ports import Ledger, NoChange, ProfileStore
 from engine.domain.tuning import ScoringParams, TuningProfile
-from engine.adapters.sqlite_tuning import SqliteTuningStore
 
 T0 = datetime(2025, 3, 2, 18, 0, tzinfo=UTC)
 PARTITION = partition_key("ava", "u1")
