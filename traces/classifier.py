@@ -47,9 +47,10 @@ import itertools
 import re
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,29 +68,21 @@ AFFECT_EXPONENT = 1.5
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
-_ARRAYS: dict[str, int] = {
-    # name -> number of dimensions; the loader checks both presence and rank, then the shapes against each other.
-    "format": 0,
-    "version": 0,
-    "registers": 1,
-    "idf": 1,
-    "hashed_weights": 2,
-    "register_dense_weights": 2,
+# The weights' arrays: name -> number of dimensions; the loader checks both presence and rank, then the shapes
+# against each other. Both classifiers' files start with these (what the file is, the hashed features and the
+# register head's linear part), and hold the emotion28 and affect heads.
+LINEAR_RANKS: dict[str, int] = {
+    "format": 0, "version": 0, "registers": 1, "idf": 1, "hashed_weights": 2, "register_dense_weights": 2,
     "register_bias": 1,
-    "emotion28_weights": 2,
-    "emotion28_bias": 1,
-    "affect_dense_weights": 2,
-    "affect_bias": 1,
-    "mlp_hidden_weights": 3,
-    "mlp_hidden_bias": 2,
-    "mlp_output_weights": 3,
-    "mlp_output_bias": 2,
-    "mlp_target_mean": 1,
-    "mlp_target_scale": 1,
-    "mlp_mix": 0,
-    "valence_stretch": 0,
-    "register_intensity": 1,
-    "intensity_calibration": 1,
+}
+AFFECT_RANKS: dict[str, int] = {
+    "emotion28_weights": 2, "emotion28_bias": 1, "affect_dense_weights": 2, "affect_bias": 1,
+}
+_ARRAYS: dict[str, int] = {
+    **LINEAR_RANKS,
+    **AFFECT_RANKS,
+    "mlp_hidden_weights": 3, "mlp_hidden_bias": 2, "mlp_output_weights": 3, "mlp_output_bias": 2, "mlp_target_mean": 1,
+    "mlp_target_scale": 1, "mlp_mix": 0, "valence_stretch": 0, "register_intensity": 1, "intensity_calibration": 1,
 }
 
 
@@ -115,13 +108,14 @@ class Predictions:
     intensity: NDArray[np.float32]  # (n,) in [0, 1]
 
 
-def hashed_token_counts(text: str, n_buckets: int) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
-    """Bucket ids and counts of a text's lower-cased word unigrams and bigrams.
+def hashed_token_counts(text: str, n_buckets: int, pattern: re.Pattern[str] = _TOKEN
+                        ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    """Bucket ids and counts of a text's lower-cased word unigrams and bigrams (``pattern`` finds the words).
 
     crc32, not Python's ``hash``: bucket ids must be identical across processes and machines, since the trained
     weights are indexed by them.
     """
-    words = _TOKEN.findall(text.lower().replace("\u2019", "'"))
+    words = pattern.findall(text.lower().replace("\u2019", "'"))
     counts: dict[int, int] = {}
     for token in (*words, *(f"{a} {b}" for a, b in itertools.pairwise(words))):
         bucket = zlib.crc32(token.encode("utf-8")) % n_buckets
@@ -205,10 +199,40 @@ def validated_embeddings(texts: Sequence[str], embeddings: NDArray[np.float32]) 
     return array.astype(np.float32, copy=False)
 
 
-class LocalClassifier:
-    """Classifies memories from their text and their already-computed embedding. Stateless after loading."""
+def float32_arrays(arrays: dict[str, NDArray[np.generic]]) -> Callable[[str], NDArray[np.float32]]:
+    """A reader of ``arrays`` by name, each as a contiguous float32 array."""
+
+    def f32(name: str) -> NDArray[np.float32]:
+        return np.ascontiguousarray(arrays[name], dtype=np.float32)
+
+    return f32
+
+
+Shapes = dict[str, tuple[tuple[int, ...], tuple[int, ...]]]
+"""Array name -> (the shape the heads need, the shape the file has)."""
+
+
+@dataclass(frozen=True)
+class WeightsFile:
+    """A classifier's shipped weights: where they are, their arrays' ranks and format, what trains them, and the
+    name the classifier goes by (with the weights' version)."""
+
+    path: Path
+    ranks: dict[str, int]
+    format: str
+    trainer: str
+    label: str
+
+
+class TrainedClassifier:
+    """What the shipped classifiers share: weights trained for ``REGISTERS`` and checked against the shapes their
+    heads need, an intensity calibration, and ``classify`` read off ``predict``."""
+
+    weights: ClassVar[WeightsFile]
 
     def __init__(self, arrays: dict[str, NDArray[np.generic]], *, source: str) -> None:
+        """The arrays both classifiers have (``LINEAR_RANKS``, ``AFFECT_RANKS``, the valence stretch and the
+        intensity calibration); each reads its own heads after these, then checks the shapes."""
         self._source = source
         self._version = str(arrays["version"])
         registers = tuple(str(r) for r in arrays["registers"])
@@ -216,10 +240,7 @@ class LocalClassifier:
             raise ConfigurationError(
                 f"classifier weights at {source} were trained for registers {registers}, expected {REGISTERS}"
             )
-
-        def f32(name: str) -> NDArray[np.float32]:
-            return np.ascontiguousarray(arrays[name], dtype=np.float32)
-
+        f32 = float32_arrays(arrays)
         self._idf = f32("idf")
         self._hashed_weights = f32("hashed_weights")
         self._register_dense = f32("register_dense_weights")
@@ -228,6 +249,68 @@ class LocalClassifier:
         self._emotion28_bias = f32("emotion28_bias")
         self._affect_dense = f32("affect_dense_weights")
         self._affect_bias = f32("affect_bias")
+        self._valence_stretch = float(arrays["valence_stretch"])
+        (self._arousal_floor, self._arousal_ceiling,
+         self._extremity_floor, self._extremity_ceiling) = (float(x) for x in f32("intensity_calibration"))
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Self:
+        """Load the shipped weights (or ``path``). Raises ConfigurationError naming the file if it is unusable."""
+        path = path or cls.weights.path
+        return cls(load_arrays(path, cls.weights.ranks, cls.weights.format, trainer=cls.weights.trainer),
+                   source=str(path))
+
+    @property
+    def name(self) -> str:
+        return f"{self.weights.label}@{self._version}"
+
+    def predict(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Predictions:
+        raise NotImplementedError
+
+    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[Classification]:
+        predictions = self.predict(texts, embeddings)
+        out: list[Classification] = []
+        for row in range(len(texts)):
+            probabilities = predictions.register_probabilities[row]
+            out.append(
+                Classification(
+                    register=REGISTERS[int(np.argmax(probabilities))],
+                    valence=float(predictions.valence[row]),
+                    intensity=float(predictions.intensity[row]),
+                    register_scores={r: float(p) for r, p in zip(REGISTERS, probabilities, strict=True)},
+                )
+            )
+        return out
+
+    def _check(self, expected: Shapes) -> None:
+        for name, (want, got) in expected.items():
+            if want != got:
+                raise ConfigurationError(
+                    f"classifier weights at {self._source}: {name} has shape {got}, expected {want}"
+                )
+
+    def _affect(self, valence: NDArray[np.float32], arousal_1to5: NDArray[np.float32]
+                ) -> NDArray[np.floating[Any]]:
+        """How much feeling the words carry, before the exponent: the mean of arousal past its floor and valence
+        extremity past its floor, each scaled by the calibration to [0, 1]."""
+        arousal_excess = np.clip(
+            (arousal_1to5 - self._arousal_floor) / (self._arousal_ceiling - self._arousal_floor), 0.0, 1.0
+        )
+        extremity = np.clip(
+            (np.abs(valence) - self._extremity_floor) / (self._extremity_ceiling - self._extremity_floor), 0.0, 1.0
+        )
+        affect: NDArray[np.floating[Any]] = 0.5 * (arousal_excess + extremity)
+        return affect
+
+
+class LocalClassifier(TrainedClassifier):
+    """Classifies memories from their text and their already-computed embedding. Stateless after loading."""
+
+    weights = WeightsFile(DEFAULT_WEIGHTS_PATH, _ARRAYS, FORMAT, "eval.train_classifier", "feltsense-local")
+
+    def __init__(self, arrays: dict[str, NDArray[np.generic]], *, source: str) -> None:
+        super().__init__(arrays, source=source)
+        f32 = float32_arrays(arrays)
         self._mlp_hidden_weights = f32("mlp_hidden_weights")
         self._mlp_hidden_bias = f32("mlp_hidden_bias")
         self._mlp_output_weights = f32("mlp_output_weights")
@@ -235,10 +318,7 @@ class LocalClassifier:
         self._mlp_target_mean = f32("mlp_target_mean")
         self._mlp_target_scale = f32("mlp_target_scale")
         self._mlp_mix = float(arrays["mlp_mix"])
-        self._valence_stretch = float(arrays["valence_stretch"])
         self._register_intensity = f32("register_intensity")
-        (self._arousal_floor, self._arousal_ceiling,
-         self._extremity_floor, self._extremity_ceiling) = (float(x) for x in f32("intensity_calibration"))
         self._check_shapes()
         self._vader = VaderFeatures()
 
@@ -248,7 +328,7 @@ class LocalClassifier:
         n_emotions = self._emotion28_weights.shape[1]
         affect_in = dense + n_registers + n_emotions
         n_models, _, hidden = self._mlp_hidden_weights.shape
-        expected = {
+        expected: Shapes = {
             "idf": ((self._hashed_weights.shape[0],), self._idf.shape),
             "hashed_weights": ((self._idf.shape[0], n_registers + 2), self._hashed_weights.shape),
             "register_dense_weights": ((dense, n_registers), self._register_dense.shape),
@@ -265,41 +345,12 @@ class LocalClassifier:
             "mlp_target_scale": ((2,), self._mlp_target_scale.shape),
             "register_intensity": ((n_registers,), self._register_intensity.shape),
         }
-        for name, (want, got) in expected.items():
-            if want != got:
-                raise ConfigurationError(
-                    f"classifier weights at {self._source}: {name} has shape {got}, expected {want}"
-                )
-
-    @classmethod
-    def load(cls, path: Path | None = None) -> LocalClassifier:
-        """Load the shipped weights (or ``path``). Raises ConfigurationError naming the file if it is unusable."""
-        path = path or DEFAULT_WEIGHTS_PATH
-        return cls(load_arrays(path, _ARRAYS, FORMAT, trainer="eval.train_classifier"), source=str(path))
-
-    @property
-    def name(self) -> str:
-        return f"feltsense-local@{self._version}"
+        self._check(expected)
 
     @property
     def per_sentence(self) -> bool:
         """A sentence-level model: the write-time pass classifies each sentence and keeps the most intense."""
         return True
-
-    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[Classification]:
-        predictions = self.predict(texts, embeddings)
-        out: list[Classification] = []
-        for row in range(len(texts)):
-            probabilities = predictions.register_probabilities[row]
-            out.append(
-                Classification(
-                    register=REGISTERS[int(np.argmax(probabilities))],
-                    valence=float(predictions.valence[row]),
-                    intensity=float(predictions.intensity[row]),
-                    register_scores={r: float(p) for r, p in zip(REGISTERS, probabilities, strict=True)},
-                )
-            )
-        return out
 
     def predict(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Predictions:
         embeddings = self._validated(texts, embeddings)
@@ -333,13 +384,7 @@ class LocalClassifier:
 
     def _intensity(self, register_probabilities: NDArray[np.float32], valence: NDArray[np.float32],
                    arousal_1to5: NDArray[np.float32]) -> NDArray[np.float32]:
-        arousal_excess = np.clip(
-            (arousal_1to5 - self._arousal_floor) / (self._arousal_ceiling - self._arousal_floor), 0.0, 1.0
-        )
-        extremity = np.clip(
-            (np.abs(valence) - self._extremity_floor) / (self._extremity_ceiling - self._extremity_floor), 0.0, 1.0
-        )
-        affect = (0.5 * (arousal_excess + extremity)) ** AFFECT_EXPONENT
+        affect = self._affect(valence, arousal_1to5) ** AFFECT_EXPONENT
         register_weight = register_probabilities @ self._register_intensity
         intensity: NDArray[np.float32] = np.clip(
             1.0 - (1.0 - affect) * (1.0 - register_weight), 0.0, 1.0

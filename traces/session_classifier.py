@@ -32,7 +32,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,18 +39,24 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.domain.errors import ConfigurationError
 from engine.domain.models import REGISTERS
 from traces.classifier import (
     AFFECT_EXPONENT,
+    AFFECT_RANKS,
     EMBEDDING_DIMENSION,
-    Classification,
+    LINEAR_RANKS,
     Predictions,
+    Shapes,
+    TrainedClassifier,
     VaderFeatures,
-    load_arrays,
+    WeightsFile,
+    float32_arrays,
     softmax,
     tfidf_values,
     validated_embeddings,
+)
+from traces.classifier import (
+    hashed_token_counts as hashed_word_counts,
 )
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).parent / "data" / "session_classifier.npz"
@@ -142,41 +147,16 @@ DIMINISHER_FACTOR = 0.5
 _WORD = re.compile(r"[A-Za-z]+")
 
 _ARRAYS: dict[str, int] = {
-    "format": 0,
-    "version": 0,
-    "registers": 1,
-    "idf": 1,
-    "hashed_weights": 2,
-    "register_dense_weights": 2,
-    "register_bias": 1,
-    "register_mlp_w1": 3,
-    "register_mlp_b1": 2,
-    "register_mlp_w2": 3,
-    "register_mlp_b2": 2,
-    "register_mix": 0,
-    "emotion28_weights": 2,
-    "emotion28_bias": 1,
-    "affect_dense_weights": 2,
-    "affect_bias": 1,
-    "valence_stretch": 0,
-    "intensity_calibration": 1,
-    "context_mix": 1,
-    "context_short_words": 0,
-    "affect_weight": 0,
+    **LINEAR_RANKS,
+    "register_mlp_w1": 3, "register_mlp_b1": 2, "register_mlp_w2": 3, "register_mlp_b2": 2, "register_mix": 0,
+    **AFFECT_RANKS,
+    "valence_stretch": 0, "intensity_calibration": 1, "context_mix": 1, "context_short_words": 0, "affect_weight": 0,
 }
 
 
 def hashed_token_counts(text: str, n_buckets: int) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
     """Bucket ids and counts of a text's lower-cased word (and emoji) unigrams and bigrams (crc32 buckets)."""
-    tokens = _TOKEN.findall(text.lower().replace("\u2019", "'"))
-    counts: dict[int, int] = {}
-    for token in (*tokens, *(f"{a} {b}" for a, b in itertools.pairwise(tokens))):
-        bucket = zlib.crc32(token.encode("utf-8")) % n_buckets
-        counts[bucket] = counts.get(bucket, 0) + 1
-    return (
-        np.fromiter(counts.keys(), dtype=np.int64, count=len(counts)),
-        np.fromiter(counts.values(), dtype=np.float32, count=len(counts)),
-    )
+    return hashed_word_counts(text, n_buckets, _TOKEN)
 
 
 def word_count(text: str) -> int:
@@ -219,35 +199,17 @@ class _Reading:
     severity: NDArray[np.float32]
 
 
-class SessionClassifier:
+class SessionClassifier(TrainedClassifier):
     """Classifies one session's turns in order, each read alone and with the turn before it. Stateless."""
 
+    weights = WeightsFile(DEFAULT_WEIGHTS_PATH, _ARRAYS, FORMAT, "eval.train_session_classifier", "feltsense-session")
+
     def __init__(self, arrays: dict[str, NDArray[np.generic]], *, source: str) -> None:
-        self._source = source
-        self._version = str(arrays["version"])
-        registers = tuple(str(r) for r in arrays["registers"])
-        if registers != REGISTERS:
-            raise ConfigurationError(
-                f"classifier weights at {source} were trained for registers {registers}, expected {REGISTERS}"
-            )
-
-        def f32(name: str) -> NDArray[np.float32]:
-            return np.ascontiguousarray(arrays[name], dtype=np.float32)
-
-        self._idf = f32("idf")
-        self._hashed_weights = f32("hashed_weights")
-        self._register_dense = f32("register_dense_weights")
-        self._register_bias = f32("register_bias")
+        super().__init__(arrays, source=source)
+        f32 = float32_arrays(arrays)
         self._mlp_w1, self._mlp_b1 = f32("register_mlp_w1"), f32("register_mlp_b1")
         self._mlp_w2, self._mlp_b2 = f32("register_mlp_w2"), f32("register_mlp_b2")
         self._register_mix = float(arrays["register_mix"])
-        self._emotion28_weights = f32("emotion28_weights")
-        self._emotion28_bias = f32("emotion28_bias")
-        self._affect_dense = f32("affect_dense_weights")
-        self._affect_bias = f32("affect_bias")
-        self._valence_stretch = float(arrays["valence_stretch"])
-        (self._arousal_floor, self._arousal_ceiling,
-         self._extremity_floor, self._extremity_ceiling) = (float(x) for x in f32("intensity_calibration"))
         self._context_short, self._context_long = (float(x) for x in f32("context_mix"))
         self._context_short_words = int(arrays["context_short_words"])
         self._affect_weight = float(arrays["affect_weight"])
@@ -259,7 +221,7 @@ class SessionClassifier:
         n_emotions = self._emotion28_weights.shape[1]
         affect_in = DENSE_WIDTH + n_registers + n_emotions
         n_models, _, hidden = self._mlp_w1.shape
-        expected = {
+        expected: Shapes = {
             "idf": ((self._hashed_weights.shape[0],), self._idf.shape),
             "hashed_weights": ((self._idf.shape[0], n_registers + 3), self._hashed_weights.shape),
             "register_dense_weights": ((DENSE_WIDTH, n_registers), self._register_dense.shape),
@@ -273,42 +235,13 @@ class SessionClassifier:
             "affect_dense_weights": ((affect_in, 3), self._affect_dense.shape),
             "affect_bias": ((3,), self._affect_bias.shape),
         }
-        for name, (want, got) in expected.items():
-            if want != got:
-                raise ConfigurationError(
-                    f"classifier weights at {self._source}: {name} has shape {got}, expected {want}"
-                )
-
-    @classmethod
-    def load(cls, path: Path | None = None) -> SessionClassifier:
-        """Load the shipped weights (or ``path``). Raises ConfigurationError naming the file if it is unusable."""
-        path = path or DEFAULT_WEIGHTS_PATH
-        return cls(load_arrays(path, _ARRAYS, FORMAT, trainer="eval.train_session_classifier"), source=str(path))
-
-    @property
-    def name(self) -> str:
-        return f"feltsense-session@{self._version}"
+        self._check(expected)
 
     @property
     def per_sentence(self) -> bool:
         """The write-time pass also classifies each sentence (in order, so each has its context) and keeps the
         most intense reading of a memory."""
         return True
-
-    def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> list[Classification]:
-        predictions = self.predict(texts, embeddings)
-        out: list[Classification] = []
-        for row in range(len(texts)):
-            probabilities = predictions.register_probabilities[row]
-            out.append(
-                Classification(
-                    register=REGISTERS[int(np.argmax(probabilities))],
-                    valence=float(predictions.valence[row]),
-                    intensity=float(predictions.intensity[row]),
-                    register_scores={r: float(p) for r, p in zip(REGISTERS, probabilities, strict=True)},
-                )
-            )
-        return out
 
     def predict(self, texts: Sequence[str], embeddings: NDArray[np.float32], *,
                 context: bool = True) -> Predictions:
@@ -385,13 +318,7 @@ class SessionClassifier:
 
     def _intensity(self, valence: NDArray[np.float32], arousal_1to5: NDArray[np.float32],
                    severity: NDArray[np.float32]) -> NDArray[np.float32]:
-        arousal_excess = np.clip(
-            (arousal_1to5 - self._arousal_floor) / (self._arousal_ceiling - self._arousal_floor), 0.0, 1.0
-        )
-        extremity = np.clip(
-            (np.abs(valence) - self._extremity_floor) / (self._extremity_ceiling - self._extremity_floor), 0.0, 1.0
-        )
-        affect = self._affect_weight * (0.5 * (arousal_excess + extremity)) ** AFFECT_EXPONENT
+        affect = self._affect_weight * self._affect(valence, arousal_1to5) ** AFFECT_EXPONENT
         intensity: NDArray[np.float32] = np.clip(
             1.0 - (1.0 - affect) * (1.0 - np.clip(severity, 0.0, 1.0)), 0.0, 1.0
         ).astype(np.float32)
