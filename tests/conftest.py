@@ -1,21 +1,21 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
-from tests.fakes import KeywordClassifier
+from tests.fakes import hashing_engine_in
+from tests.servers.process import ServerProcess
 
 if TYPE_CHECKING:
     from tests.servers.redis import RedisServer
     from tests.servers.weaviate import WeaviateServer
+
+Server = TypeVar("Server", bound=ServerProcess)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -31,9 +31,7 @@ def shared_path(*parts: str) -> Path:
 @pytest.fixture
 def hashing_engine(tmp_path: Path) -> Iterator[Engine]:
     """A fast engine for unit and API tests: hashing embedder, keyword classifier, embedded store."""
-    embedder = HashingEmbedder()
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    engine = hashing_engine_in(tmp_path / "data")
     yield engine
     engine.close()
 
@@ -45,6 +43,18 @@ def onnx_embedder():  # type: ignore[no-untyped-def]
     return OnnxEmbedder()
 
 
+def _session_server(request: pytest.FixtureRequest, prepare: Callable[[], Path],
+                    start: Callable[[Path], Server]) -> Iterator[Server]:
+    """Prepare the binary (with its progress shown even while pytest captures output), start the server, yield
+    it and stop it."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        binary = prepare()
+    server = start(binary)
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def weaviate_server(request: pytest.FixtureRequest) -> Iterator[WeaviateServer]:
     """A real Weaviate server on 127.0.0.1 for the whole session, for tests marked ``weaviate``.
@@ -54,12 +64,7 @@ def weaviate_server(request: pytest.FixtureRequest) -> Iterator[WeaviateServer]:
     """
     from tests.servers import weaviate
 
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        binary = weaviate.build()
-    server = weaviate.start(binary)
-    yield server
-    server.stop()
+    yield from _session_server(request, weaviate.build, weaviate.start)
 
 
 @pytest.fixture(scope="session")
@@ -71,12 +76,7 @@ def redis_server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
     """
     from tests.servers import redis
 
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        binary = redis.ensure()
-    server = redis.start(binary)
-    yield server
-    server.stop()
+    yield from _session_server(request, redis.ensure, redis.start)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

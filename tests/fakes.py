@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.adapters.embedded_store import EmbeddedStore
+from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import ExtractedFact
+from engine.service import Engine
 
 
 @dataclass(frozen=True)
@@ -77,3 +82,14 @@ class BrokenEmbedder:
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         raise ConnectionError("embedder unreachable")
+
+
+def hashing_engine_in(data_dir: Path, embedder: HashingEmbedder | None = None, *,
+                      embedder_down: bool = False) -> Engine:
+    """A fast real engine: the hashing embedder, the keyword classifier, an embedded store in ``data_dir`` and an
+    in-memory ledger. It keeps memories and traces; the caller closes it. With ``embedder_down`` the store is the
+    hashing embedder's but every embedding fails (``BrokenEmbedder``)."""
+    embedder = embedder or HashingEmbedder()
+    store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    serving = BrokenEmbedder(embedder.dimension) if embedder_down else embedder
+    return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=serving, classifier=KeywordClassifier())

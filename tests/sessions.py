@@ -1,4 +1,4 @@
-"""A short Luna session, shared by the tests that need one closed session with a grief episode."""
+"""Luna sessions, shared by the tests that need a closed session with a grief episode."""
 
 from __future__ import annotations
 
@@ -14,11 +14,37 @@ LUNA = [
     ("user", "Luna and I walked in the park every morning."),
 ]
 
+# The first session of the Luna transcripts (FORMAT.md): each test file adds its own turns and sessions.
+LUNA_TRANSCRIPT_HEAD = """\
+format: 1
+id: luna
+character: ava
+user: tester-1
+sessions:
+  - at: "2025-03-02T18:00:00Z"
+    turns:
+      - user: "My dog Luna died last week."
+"""
+
+# The longer Luna conversation of the engine and adapter tests.
+LUNA_LONG = [
+    ("user", "Hey Ava. Sorry I've been quiet. My dog Luna died last week."),
+    ("character", "Oh no. I'm so sorry. How are you holding up?"),
+    ("user", "Not great honestly. She was fourteen. Luna and I walked in the park every single morning."),
+    ("character", "Fourteen years is a whole life together. I'm here if you want to talk about her."),
+    ("user", "Thanks. I just miss her so much."),
+]
+
+
+def make_turns(session: str, lines: list[tuple[str, str]], *, start: datetime = T0, user: str = "u1") -> list[Turn]:
+    """``lines`` (role, text) as turns 30 s apart from ``start``, for character ava and ``user``."""
+    return [
+        Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id=user, role=role,  # type: ignore[arg-type]
+             text=text, timestamp=start + timedelta(seconds=30 * i))
+        for i, (role, text) in enumerate(lines)
+    ]
+
 
 def turns(session: str) -> list[Turn]:
     """The Luna session as turns 30 s apart, for character ava and user u1."""
-    return [
-        Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id="u1", role=role,  # type: ignore[arg-type]
-             text=text, timestamp=T0 + timedelta(seconds=30 * i))
-        for i, (role, text) in enumerate(LUNA)
-    ]
+    return make_turns(session, LUNA)

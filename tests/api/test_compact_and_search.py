@@ -25,10 +25,10 @@ from api.tenancy import unscope_result
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from engine.domain.models import CompactMemory, CompactRecall, CompactToneRule, Partition, RecallResult
 from engine.service import Engine
-from engine.adapters.sqlite_tuning import SqliteTuningStore
-from tests.fakes import BrokenEmbedder, KeywordClassifier
+from tests.fakes import KeywordClassifier, hashing_engine_in
 
 SAID = datetime(2025, 3, 2, 18, tzinfo=UTC)
 LUNA = ("My dog Luna died last week.", "Luna and I walked in the park every single morning.")
@@ -302,10 +302,7 @@ def test_a_search_answers_one_page_and_says_so_when_offset_is_given(api: Api) ->
 
 
 def test_a_search_with_the_embedder_down_answers_lexically_then_by_substring_and_says_so(tmp_path: Path) -> None:
-    embedder = HashingEmbedder()
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(),
-                    store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
+    engine = hashing_engine_in(tmp_path / "data", embedder_down=True)
     keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
     where = {"character_id": "ava", "user_id": "tester-1"}

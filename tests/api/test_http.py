@@ -11,11 +11,8 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.sqlite_keys import SqliteKeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.service import Engine
-from tests.fakes import BrokenEmbedder, KeywordClassifier
+from tests.fakes import hashing_engine_in
 
 
 def turn(i: int, role: str, text: str, *, session: str = "s1", at: str = "2025-03-02T18:00:00Z") -> dict[str, Any]:
@@ -87,10 +84,7 @@ def test_bad_recall_is_422_and_unknown_session_close_is_404(client: TestClient[A
 
 
 def test_the_access_log_says_which_mode_answered(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    embedder = HashingEmbedder()
-    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(),
-                    store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
+    engine = hashing_engine_in(tmp_path, embedder_down=True)
     keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
     with TestClient(create_app(engine, keys=keys)) as c, caplog.at_level("INFO", logger="feltsense.access"):

@@ -11,13 +11,10 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.auth import KeyStore
 from api.sqlite_keys import SqliteKeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import TraceStatus
 from engine.jobs import InProcessJobs
 from engine.service import Engine
-from tests.fakes import BrokenEmbedder, KeywordClassifier
+from tests.fakes import hashing_engine_in
 
 TURNS = {"turns": [
     {"turn_id": "t0", "session_id": "s1", "character_id": "ava", "user_id": "u1", "role": "user",
@@ -85,10 +82,7 @@ def test_readiness_needs_no_key_and_checks_the_store_and_the_embedder(
 
 
 def test_readiness_is_503_with_retry_after_when_the_embedder_is_down(tmp_path: Path) -> None:
-    embedder = HashingEmbedder()
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(),
-                    store=store, embedder=BrokenEmbedder(embedder.dimension), classifier=KeywordClassifier())
+    engine = hashing_engine_in(tmp_path / "data", embedder_down=True)
     keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     try:
         with TestClient(create_app(engine, keys=keys)) as client:

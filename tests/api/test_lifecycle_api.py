@@ -10,15 +10,8 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from api.app import create_app
 from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
-from engine.service import Engine
-from engine.adapters.sqlite_tuning import SqliteTuningStore
-from tests.fakes import KeywordClassifier
+from tests.inprocess import in_process
 
 
 class Api:
@@ -52,16 +45,8 @@ class Api:
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
-    embedder = HashingEmbedder()
-    tuning = SqliteTuningStore(tmp_path / "tuning.sqlite3")
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
-                    ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
-    with TestClient(create_app(engine, keys=keys, tuning=tuning)) as client:
-        yield Api(client, keys)
-    engine.close()
-    tuning.close()
+    with in_process(tmp_path, transcript_dirs=None) as running, TestClient(running.app) as client:
+        yield Api(client, running.keys)
 
 
 def fact(scope: str, sentence: str, value: str, **extra: str) -> dict[str, str]:

@@ -4,22 +4,13 @@ director undoes one; the undo is audited and the tone is in force again."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from litestar.testing import TestClient
 
-from api.app import create_app
-from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
-from engine.service import Engine
-from tests.fakes import KeywordClassifier
+from tests.inprocess import KeyedClient, in_process
 
 T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
 SESSIONS = [
@@ -28,24 +19,13 @@ SESSIONS = [
 ]
 
 
-@dataclass
-class Api:
-    client: TestClient[Any]
-    keys: KeyStore
-
-    def as_(self, role: str, org: str = "acme") -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.keys.create(org, role)}"}
+Api = KeyedClient
 
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
-    embedder = HashingEmbedder()
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
-    with TestClient(create_app(engine, keys=keys)) as client:
-        yield Api(client, keys)
-    engine.close()
+    with in_process(tmp_path, transcript_dirs=None) as running, TestClient(running.app) as client:
+        yield Api(client, running.keys)
 
 
 def _converse(api: Api, runtime: dict[str, str]) -> None:

@@ -56,13 +56,13 @@ def test_a_setting_that_does_not_parse_is_named_without_a_traceback(monkeypatch:
 
 
 def test_version_and_the_parser_import_neither_the_engine_nor_its_settings() -> None:
-    probe = (
-        "import sys\n"
-        "from eval.cli import build_parser\n"
-        "build_parser()\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('engine', 'traces', 'pydantic', 'numpy'))\n"
-        "print(loaded)\n"
-    )
-    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO,
-                         check=True)
+    probe = """\
+import sys
+from eval.cli import build_parser
+build_parser()
+loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('engine', 'traces', 'pydantic', 'numpy'))
+print(loaded)
+"""
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO,
+                         timeout=60)
     assert ran.stdout.strip() == "[]"

@@ -12,12 +12,9 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.auth import KeyStore
 from api.sqlite_keys import SqliteKeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
-from engine.service import Engine
 from engine.adapters.sqlite_tuning import SqliteTuningStore
-from tests.fakes import KeywordClassifier
+from tests.fakes import hashing_engine_in
+from tests.inprocess import in_process
 
 SECRET = "My secret is the blue door and Luna died."
 
@@ -46,15 +43,8 @@ class Api:
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
-    embedder = HashingEmbedder()
-    tuning = SqliteTuningStore(tmp_path / "tuning.sqlite3")
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(),
-                    store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
-    with TestClient(create_app(engine, keys=keys, tuning=tuning)) as client:
-        yield Api(client, keys)
-    engine.close()
+    with in_process(tmp_path, transcript_dirs=None) as running, TestClient(running.app) as client:
+        yield Api(client, running.keys)
 
 
 def test_no_key_or_a_bad_key_is_401_problem_details(api: Api) -> None:
@@ -163,9 +153,7 @@ def test_a_key_made_by_the_cli_works_until_revoked_by_the_cli(
     token = capsys.readouterr().out.strip()
     key_id = token.split("_")[1]
 
-    embedder = HashingEmbedder()
-    store = EmbeddedStore(tmp_path / "store", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+    engine = hashing_engine_in(tmp_path / "store")
     keys = SqliteKeyStore(data / "keys.sqlite3")  # what `feltsense serve --data-dir` opens
     query = {"character_id": "ava", "user_id": "u", "message": "hi"}
     with TestClient(create_app(engine, keys=keys, tuning=SqliteTuningStore(tmp_path / "t.sqlite3"))) as client:

@@ -15,47 +15,29 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from api.app import create_app
-from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import Partition
 from engine.domain.tuning import TuningProfile
 from engine.service import Engine
-from engine.adapters.sqlite_tuning import SqliteTuningStore
-from tests.fakes import KeywordClassifier
+from tests.inprocess import KeyedClient, in_process
 
 REPO = Path(__file__).resolve().parents[2]
 JOB_CHANGE = (REPO / "tests" / "transcripts" / "job-change.yaml").read_text()
 
 
 @dataclass
-class Api:
-    client: TestClient[Any]
-    keys: KeyStore
+class Api(KeyedClient):
     engine: Engine
-
-    def as_(self, role: str, org: str = "acme") -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.keys.create(org, role)}"}
 
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
-    embedder = HashingEmbedder()
-    tuning = SqliteTuningStore(tmp_path / "tuning.sqlite3")
-    store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
-    engine = Engine(ledger=SqliteLedger.in_memory(),
-                    store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning)
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
     listed = tmp_path / "transcripts"
     listed.mkdir()
     (listed / "job-change.yaml").write_text(JOB_CHANGE)
     (listed / "notes.txt").write_text("not a transcript")
-    with TestClient(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=[listed, tmp_path / "absent"])) as c:
-        yield Api(c, keys, engine)
-    engine.close()
+    with (in_process(tmp_path, transcript_dirs=[listed, tmp_path / "absent"]) as running,
+          TestClient(running.app) as client):
+        yield Api(client, running.keys, running.engine)
 
 
 def sections(profile: dict[str, Any]) -> dict[str, Any]:

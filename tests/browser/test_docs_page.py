@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.servers.feltsense import FeltsenseService
+from tests.servers.feltsense import FeltsenseService, module_service
 
 pytestmark = pytest.mark.browser
 playwright_sync = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (.[dev])")
@@ -27,10 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FeltsenseService]:
-    running = FeltsenseService(tmp_path_factory.mktemp("docs-page") / "data")
-    running.start()
-    yield running
-    running.stop()
+    yield from module_service(tmp_path_factory, "docs-page")
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from engine.domain.tuning import ScoringParams, StrengthParams, TuningProfile
 from engine.strength import stage_two_params, strength_params
 from scoring.rerank import salience_for, stage_two
 from scoring.strength import hybrid_decay, strength_curve
-from tests.servers.feltsense import FeltsenseService
+from tests.servers.feltsense import FeltsenseService, module_service
 
 pytestmark = pytest.mark.browser
 playwright_sync = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (.[dev])")
@@ -44,10 +44,7 @@ Service = FeltsenseService
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    running = Service(tmp_path_factory.mktemp("tuning-page") / "data")
-    running.start()
-    yield running
-    running.stop()
+    yield from module_service(tmp_path_factory, "tuning-page")
 
 
 @pytest.fixture(scope="module")

@@ -25,13 +25,14 @@ from numpy.typing import NDArray
 from api.app import create_app
 from api.jobs import WRITE_RESULT_KEPT_S, ArqJobs
 from api.sqlite_keys import SqliteKeyStore
-from api.worker import NIGHTLY_MAINTENANCE, WRITE_MAX_TRIES, WorkerSettings, create_worker
+from api.worker import NIGHTLY_MAINTENANCE, WRITE_MAX_TRIES, WorkerSettings
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import BackendUnavailable
 from engine.domain.models import CloseReport, TraceStatus
 from engine.service import Engine
+from tests.arq_worker import burst
 from tests.fakes import FakeClassification, KeywordClassifier
 from tests.servers import redis as redis_servers
 from tests.servers.redis import RedisServer
@@ -99,19 +100,18 @@ def providers(tmp_path: Path) -> Any:
     made.engine.close()
 
 
-async def burst(redis_url: str, engine: object) -> Worker:
-    """Run a worker over the real WorkerSettings until the queue is empty; retries wait 50 ms, not minutes."""
-    worker = create_worker(redis_url, engine=engine, burst=True, poll_delay=0.02, handle_signals=False,  # type: ignore[arg-type]
-                           retry_backoff_s=(0.05,))
-    try:
-        await worker.async_run()
-    finally:
-        await worker.close()
-    return worker
-
-
 def counts(worker: Worker) -> tuple[int, int, int]:
     return worker.jobs_complete, worker.jobs_retried, worker.jobs_failed
+
+
+async def run_nightly(jobs: ArqJobs, redis_url: str, engine: Engine) -> Any:
+    """Enqueue the nightly job, run the worker until it has finished it (once, with no retry) and return its result."""
+    await jobs.pool.enqueue_job(NIGHTLY_MAINTENANCE, _job_id="nightly-test")
+    worker = await burst(redis_url, engine)
+    assert counts(worker) == (1, 0, 0)
+    nightly = await Job("nightly-test", jobs.pool).result_info()
+    assert nightly is not None
+    return nightly.result
 
 
 def test_a_repeated_close_enqueues_one_job_and_the_worker_writes_the_traces(
@@ -167,12 +167,8 @@ def test_a_failing_classifier_is_retried_then_left_pending_and_the_nightly_job_f
             assert providers.traces("s1") == [(TraceStatus.PENDING, WRITE_MAX_TRIES)] * 2  # kept, nothing lost
 
             providers.classifier.broken = False
-            await jobs.pool.enqueue_job(NIGHTLY_MAINTENANCE, _job_id="nightly-test")
-            worker = await burst(redis_url, providers.engine)
-            assert counts(worker) == (1, 0, 0)
-            nightly = await Job("nightly-test", jobs.pool).result_info()
-            assert nightly is not None and nightly.result == {"vectors": 0, "traces": 2, "usage": 0, "archived": 0,
-                                                            "proposed": 0, "repaired": 0}
+            assert await run_nightly(jobs, redis_url, providers.engine) == {
+                "vectors": 0, "traces": 2, "usage": 0, "archived": 0, "proposed": 0, "repaired": 0}
             assert [status for status, _ in providers.traces("s1")] == [TraceStatus.COMPLETE] * 2
 
     asyncio.run(scenario())
@@ -187,12 +183,8 @@ def test_the_nightly_job_backfills_vectors_stored_while_the_embedder_was_down(
 
     async def scenario() -> None:
         async with ArqJobs(redis_url) as jobs:
-            await jobs.pool.enqueue_job(NIGHTLY_MAINTENANCE, _job_id="nightly-test")
-            worker = await burst(redis_url, providers.engine)
-            assert counts(worker) == (1, 0, 0)
-            nightly = await Job("nightly-test", jobs.pool).result_info()
-            assert nightly is not None and nightly.result == {"vectors": 2, "traces": 0, "usage": 0, "archived": 0,
-                                                            "proposed": 0, "repaired": 0}
+            assert await run_nightly(jobs, redis_url, providers.engine) == {
+                "vectors": 2, "traces": 0, "usage": 0, "archived": 0, "proposed": 0, "repaired": 0}
             assert providers.engine.store.unembedded(10) == []
 
     asyncio.run(scenario())

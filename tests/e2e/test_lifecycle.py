@@ -4,14 +4,12 @@ tested is the engine and the store, not model quality."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import Forbidden
@@ -19,7 +17,7 @@ from engine.domain.models import ExtractedFact, MemoryState, Partition, RecallQu
 from engine.domain.scopes import partition_for
 from engine.retrieval import lexical_query, query_vector
 from engine.service import Engine
-from tests.fakes import KeywordClassifier
+from tests.engines import STORES, engine_on
 
 T0 = datetime(2025, 1, 10, 9, tzinfo=UTC)
 EMBEDDER = HashingEmbedder()
@@ -29,26 +27,11 @@ class Crash(RuntimeError):
     pass
 
 
-@pytest.fixture(params=["embedded", pytest.param("weaviate", marks=pytest.mark.weaviate)])
+@pytest.fixture(params=STORES)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "embedded":
-        store = EmbeddedStore(tmp_path / "data", embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
-        built = Engine(store=store, embedder=EMBEDDER, classifier=KeywordClassifier(),
-                       ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
+    with engine_on(request, tmp_path, EMBEDDER, ledger=SqliteLedger(tmp_path / "ledger.sqlite3"),
+                   prefix="Lifecycle") as built:
         yield built
-        built.close()
-        return
-    from engine.adapters.weaviate import WeaviateStore
-
-    server = request.getfixturevalue("weaviate_server")
-    prefix = f"Lifecycle{uuid.uuid4().hex[:10]}"
-    store_w = WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=EMBEDDER.model_id,
-                            dimension=EMBEDDER.dimension, collection_prefix=prefix, timeout_s=30)
-    built = Engine(store=store_w, embedder=EMBEDDER, classifier=KeywordClassifier(),
-                   ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
-    yield built
-    built.close()
-    server.drop_collections(prefix)
 
 
 def say(engine: Engine, session: str, texts: list[str], at: datetime, *, user: str = "tester") -> None:

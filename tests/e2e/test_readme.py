@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.servers.feltsense import FeltsenseService
+from tests.servers.feltsense import FeltsenseService, module_service
 
 pytestmark = pytest.mark.slow
 
@@ -55,10 +55,7 @@ def commands(block: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FeltsenseService]:
-    running = FeltsenseService(tmp_path_factory.mktemp("readme") / "data")
-    running.start()
-    yield running
-    running.stop()
+    yield from module_service(tmp_path_factory, "readme")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ user's), anchors the window names boost less than the message's, and a standing 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import RecallQuery, RecallResult, Turn, WindowTurn
 from engine.service import Engine
-from tests.fakes import KeywordClassifier
+from tests.engines import STORES, engine_on
 
 T0 = datetime(2025, 4, 2, 9, tzinfo=UTC)
 LATER = T0 + timedelta(days=200)
@@ -37,27 +35,10 @@ INTERVIEW = (
 )
 
 
-@pytest.fixture(params=["embedded", pytest.param("weaviate", marks=pytest.mark.weaviate)])
+@pytest.fixture(params=STORES)
 def engine(request: pytest.FixtureRequest, tmp_path: Path, onnx_embedder: Any) -> Iterator[Engine]:
-    if request.param == "embedded":
-        store = EmbeddedStore(tmp_path / "data", embedding_model=onnx_embedder.model_id,
-                              dimension=onnx_embedder.dimension)
-        built = Engine(ledger=SqliteLedger.in_memory(),
-                       store=store, embedder=onnx_embedder, classifier=KeywordClassifier())
+    with engine_on(request, tmp_path, onnx_embedder, ledger=SqliteLedger.in_memory(), prefix="Window") as built:
         yield built
-        built.close()
-        return
-    from engine.adapters.weaviate import WeaviateStore
-
-    server = request.getfixturevalue("weaviate_server")
-    prefix = f"Window{uuid.uuid4().hex[:10]}"
-    store_w = WeaviateStore(server.url, grpc_port=server.grpc_port, embedding_model=onnx_embedder.model_id,
-                            dimension=onnx_embedder.dimension, collection_prefix=prefix, timeout_s=30)
-    built = Engine(ledger=SqliteLedger.in_memory(),
-                   store=store_w, embedder=onnx_embedder, classifier=KeywordClassifier())
-    yield built
-    built.close()
-    server.drop_collections(prefix)
 
 
 def say(engine: Engine, session: str, texts: list[tuple[str, str]], at: datetime, *, user: str = "tester",

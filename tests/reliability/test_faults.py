@@ -27,14 +27,13 @@ from typing import Any
 
 import httpx
 import pytest
-from arq.worker import Worker
 from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore, scoped
 from api.jobs import ArqJobs
 from api.sqlite_keys import SqliteKeyStore
-from api.worker import NIGHTLY_MAINTENANCE, create_worker
+from api.worker import NIGHTLY_MAINTENANCE
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.mistral import MistralClassifier, MistralEmbedder
@@ -46,6 +45,7 @@ from engine.domain.models import TraceStatus
 from engine.domain.ports import MemoryStore
 from engine.jobs import InProcessJobs
 from engine.service import Engine
+from tests.arq_worker import burst
 from tests.fake_mistral import FakeMistral
 from tests.fakes import KeywordClassifier
 from tests.servers import redis as redis_servers
@@ -220,6 +220,23 @@ class CrashPoint:
         return then_crash
 
 
+@contextlib.contextmanager
+def crashing_client(server: WeaviateServer, keys: KeyStore, method: str
+                    ) -> Iterator[tuple[WeaviateStore, CrashPoint, TestClient[Any]]]:
+    """The service on a Weaviate store whose ``method`` can be armed to crash the server; the client is
+    authorised for ORG. The engine is closed afterwards."""
+    store = weaviate_store(server)
+    crash = CrashPoint(store, server, method)
+    engine = Engine(ledger=SqliteLedger.in_memory(),
+                    store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
+    try:
+        with TestClient(create_app(engine, keys=keys, retry_interval_s=3600)) as client:
+            client.headers["Authorization"] = f"Bearer {keys.create(ORG, 'runtime')}"
+            yield store, crash, client
+    finally:
+        engine.close()
+
+
 # -- 1. Weaviate killed mid-ingest ------------------------------------------------------------------------------
 
 
@@ -227,52 +244,44 @@ class CrashPoint:
 def test_weaviate_killed_mid_ingest_loses_no_acknowledged_turn(
     private_weaviate: WeaviateServer, keys: KeyStore
 ) -> None:
-    store = weaviate_store(private_weaviate)
-    crash = CrashPoint(store, private_weaviate, "add_turns")
-    engine = Engine(ledger=SqliteLedger.in_memory(),
-                    store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
     batches = [batch(n, sessions=3) for n in range(12)]
     acknowledged: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
-    try:
-        with TestClient(create_app(engine, keys=keys, retry_interval_s=3600)) as client:
-            client.headers["Authorization"] = f"Bearer {keys.create(ORG, 'runtime')}"
-            for number, sent in enumerate(batches):
-                # Batch 6's turns reach Weaviate, then it dies before their memories do.
-                crash.armed = number == 6
-                response = client.post("/v1/turns", json=sent)
-                if response.status_code == 200:
-                    assert response.json()["stored"] == len(sent["turns"])
-                    acknowledged.append(sent)
-                else:
-                    assert_unavailable(response, "weaviate")
-                    refused.append(sent)
-            assert crash.fired
-            assert (len(acknowledged), len(refused)) == (6, 6)
-            assert_unavailable(client.post("/v1/recall", json=recall_body("the park")), "weaviate")
-            assert_unavailable(client.post("/v1/sessions/s0/close"), "weaviate")
-
-            private_weaviate.restart()  # same data directory, same ports
-            reports = []
-            for sent in refused:  # the client's retry: the same batches, the same turn ids
-                response = client.post("/v1/turns", json=sent)
-                assert response.status_code == 200, response.text
-                reports.append(response.json())
+    with crashing_client(private_weaviate, keys, "add_turns") as (store, crash, client):
+        for number, sent in enumerate(batches):
+            # Batch 6's turns reach Weaviate, then it dies before their memories do.
+            crash.armed = number == 6
+            response = client.post("/v1/turns", json=sent)
+            if response.status_code == 200:
+                assert response.json()["stored"] == len(sent["turns"])
                 acknowledged.append(sent)
-            # Batch 6 was half written: its turns are duplicates now, and its memories are made this time.
-            assert [(r["stored"], r["duplicates"], r["memories"]) for r in reports] == [(0, 4, 2)] + [(4, 0, 2)] * 5
-            for session in ("s0", "s1", "s2"):
-                closed = client.post(f"/v1/sessions/{session}/close", json={"closed_at": LATER.isoformat()})
-                assert closed.status_code == 200, closed.text
-                assert closed.json()["traces_pending"] == 0
+            else:
+                assert_unavailable(response, "weaviate")
+                refused.append(sent)
+        assert crash.fired
+        assert (len(acknowledged), len(refused)) == (6, 6)
+        assert_unavailable(client.post("/v1/recall", json=recall_body("the park")), "weaviate")
+        assert_unavailable(client.post("/v1/sessions/s0/close"), "weaviate")
 
-            assert_stored_exactly_once(store, acknowledged)
-            assert all_statuses(store, sessions_of(acknowledged)) == [TraceStatus.COMPLETE] * 2 * len(batches)
-            found = client.post("/v1/recall", json=recall_body(word(6, 2))).json()
-            assert found["trace"]["mode"] == "hybrid"
-            assert any(word(6, 2) in m["text"] for m in found["memories"])
-    finally:
-        engine.close()
+        private_weaviate.restart()  # same data directory, same ports
+        reports = []
+        for sent in refused:  # the client's retry: the same batches, the same turn ids
+            response = client.post("/v1/turns", json=sent)
+            assert response.status_code == 200, response.text
+            reports.append(response.json())
+            acknowledged.append(sent)
+        # Batch 6 was half written: its turns are duplicates now, and its memories are made this time.
+        assert [(r["stored"], r["duplicates"], r["memories"]) for r in reports] == [(0, 4, 2)] + [(4, 0, 2)] * 5
+        for session in ("s0", "s1", "s2"):
+            closed = client.post(f"/v1/sessions/{session}/close", json={"closed_at": LATER.isoformat()})
+            assert closed.status_code == 200, closed.text
+            assert closed.json()["traces_pending"] == 0
+
+        assert_stored_exactly_once(store, acknowledged)
+        assert all_statuses(store, sessions_of(acknowledged)) == [TraceStatus.COMPLETE] * 2 * len(batches)
+        found = client.post("/v1/recall", json=recall_body(word(6, 2))).json()
+        assert found["trace"]["mode"] == "hybrid"
+        assert any(word(6, 2) in m["text"] for m in found["memories"])
 
 
 # -- 2. Weaviate killed mid-recall ------------------------------------------------------------------------------
@@ -282,55 +291,36 @@ def test_weaviate_killed_mid_ingest_loses_no_acknowledged_turn(
 def test_weaviate_killed_mid_recall_answers_503_then_recalls_again(
     private_weaviate: WeaviateServer, keys: KeyStore
 ) -> None:
-    store = weaviate_store(private_weaviate)
-    crash = CrashPoint(store, private_weaviate, "search")
-    engine = Engine(ledger=SqliteLedger.in_memory(),
-                    store=crash, embedder=HashingEmbedder(), classifier=KeywordClassifier())  # type: ignore[arg-type]
     batches = [batch(n, sessions=2) for n in range(4)]
-    try:
-        with TestClient(create_app(engine, keys=keys, retry_interval_s=3600)) as client:
-            client.headers["Authorization"] = f"Bearer {keys.create(ORG, 'runtime')}"
-            for sent in batches:
-                assert client.post("/v1/turns", json=sent).status_code == 200
-            for session in ("s0", "s1"):
-                assert client.post(f"/v1/sessions/{session}/close", json={"closed_at": LATER.isoformat()}
-                                   ).json()["traces_pending"] == 0
-            query = recall_body("walked in the park")
-            before = client.post("/v1/recall", json=query).json()
-            assert before["trace"]["mode"] == "hybrid" and before["memories"] and before["tone_constraints"]
+    with crashing_client(private_weaviate, keys, "search") as (store, crash, client):
+        for sent in batches:
+            assert client.post("/v1/turns", json=sent).status_code == 200
+        for session in ("s0", "s1"):
+            assert client.post(f"/v1/sessions/{session}/close", json={"closed_at": LATER.isoformat()}
+                               ).json()["traces_pending"] == 0
+        query = recall_body("walked in the park")
+        before = client.post("/v1/recall", json=query).json()
+        assert before["trace"]["mode"] == "hybrid" and before["memories"] and before["tone_constraints"]
 
-            crash.armed = True  # stage one answers, then Weaviate dies under the rest of the recall
+        crash.armed = True  # stage one answers, then Weaviate dies under the rest of the recall
+        assert_unavailable(client.post("/v1/recall", json=query), "weaviate")
+        assert crash.fired
+        for _ in range(3):  # the rest of the outage: answered at once, the same way
+            started = time.monotonic()
             assert_unavailable(client.post("/v1/recall", json=query), "weaviate")
-            assert crash.fired
-            for _ in range(3):  # the rest of the outage: answered at once, the same way
-                started = time.monotonic()
-                assert_unavailable(client.post("/v1/recall", json=query), "weaviate")
-                assert time.monotonic() - started < 5
+            assert time.monotonic() - started < 5
 
-            private_weaviate.restart()
-            after = client.post("/v1/recall", json=query)
-            assert after.status_code == 200, after.text
-            assert after.json()["trace"]["mode"] == "hybrid"
-            assert [m["memory_id"] for m in after.json()["memories"]] == [
-                m["memory_id"] for m in before["memories"]]
-            assert after.json()["tone_constraints"] == before["tone_constraints"]
-            assert_stored_exactly_once(store, batches)
-    finally:
-        engine.close()
+        private_weaviate.restart()
+        after = client.post("/v1/recall", json=query)
+        assert after.status_code == 200, after.text
+        assert after.json()["trace"]["mode"] == "hybrid"
+        assert [m["memory_id"] for m in after.json()["memories"]] == [
+            m["memory_id"] for m in before["memories"]]
+        assert after.json()["tone_constraints"] == before["tone_constraints"]
+        assert_stored_exactly_once(store, batches)
 
 
 # -- 3. Redis stopped with jobs queued --------------------------------------------------------------------------
-
-
-async def burst(redis_url: str, engine: Engine) -> Worker:
-    """The real worker settings, run until the queue is empty; retries wait 50 ms, not minutes."""
-    worker = create_worker(redis_url, engine=engine, burst=True, poll_delay=0.02, handle_signals=False,
-                           retry_backoff_s=(0.05,))
-    try:
-        await worker.async_run()
-    finally:
-        await worker.close()
-    return worker
 
 
 async def nightly(redis_url: str, engine: Engine) -> None:

@@ -38,21 +38,16 @@ from engine.domain.models import RecallQuery, Turn
 from engine.jobs import JobQueue
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
-from tests.inprocess import in_process
+from tests.inprocess import CachedKeys, in_process
 
 pytestmark = pytest.mark.hostile
 
 
 @dataclass
-class Service:
+class Service(CachedKeys):
     app: Litestar
     keys: KeyStore
     tokens: dict[tuple[str, str], str] = field(default_factory=dict)
-
-    def headers(self, role: str, org: str = "acme") -> dict[str, str]:
-        if (org, role) not in self.tokens:
-            self.tokens[(org, role)] = self.keys.create(org, role)
-        return {"Authorization": f"Bearer {self.tokens[(org, role)]}"}
 
 
 @contextlib.contextmanager

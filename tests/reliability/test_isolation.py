@@ -28,9 +28,9 @@ from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from engine.domain.ports import MemoryStore
 from engine.service import Engine
-from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import KeywordClassifier
 
 pytestmark = pytest.mark.isolation

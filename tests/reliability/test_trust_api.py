@@ -14,18 +14,12 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -34,8 +28,8 @@ from api.auth import KeyStore
 from api.sqlite_keys import SqliteKeyStore
 from engine.domain.models import RecallQuery, RecallResult
 from engine.service import Engine
-from tests.inprocess import in_process
-from tests.servers.process import free_ports
+from tests.inprocess import CachedKeys, in_process
+from tests.servers.feltsense import FeltsenseService
 
 pytestmark = pytest.mark.hostile
 
@@ -49,31 +43,12 @@ T0 = "2025-03-02T18:00:00Z"
 @contextlib.contextmanager
 def _served(data_dir: Path, *flags: str) -> Iterator[Path]:
     """``python -m eval.cli serve`` with stdout (not a terminal) to a log file, up until /healthz answers; the log."""
-    (port,) = free_ports(1)
-    log = data_dir.parent / "service.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "eval.cli", "serve", "--port", str(port), "--data-dir", str(data_dir), *flags],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    service = FeltsenseService(data_dir, cli="eval.cli", flags=flags)
+    service.start()
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.poll() is None, f"the service exited early:\n{log.read_text(errors='replace')}"
-            assert time.monotonic() < deadline, "the service did not answer /healthz within 90 s"
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.1)
-        yield log
+        yield service.log
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        service.stop()
 
 
 def _keys(data_dir: Path) -> list[Any]:
@@ -170,15 +145,10 @@ class FailingRecallEngine(Engine):
 
 
 @dataclass
-class Service:
+class Service(CachedKeys):
     client: TestClient[Litestar]
     keys: KeyStore
     tokens: dict[tuple[str, str], str] = field(default_factory=dict)
-
-    def headers(self, role: str, org: str = "acme") -> dict[str, str]:
-        if (org, role) not in self.tokens:
-            self.tokens[(org, role)] = self.keys.create(org, role)
-        return {"Authorization": f"Bearer {self.tokens[(org, role)]}"}
 
     def post(self, path: str, body: Any = None, role: str = "runtime", org: str = "acme") -> Any:
         return self.client.post(path, json=body, headers=self.headers(role, org))

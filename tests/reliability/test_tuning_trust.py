@@ -36,15 +36,14 @@ from litestar.testing import TestClient
 from numpy.typing import NDArray
 from pydantic import BaseModel, ValidationError
 
-from api.auth import KeyStore
 from engine.adapters.hashing_embedder import HashingEmbedder
+from engine.adapters.sqlite_tuning import SqliteTuningStore
 from engine.domain.errors import InvalidInput
 from engine.domain.models import REGISTERS, Register, Tier
 from engine.domain.ports import Classifier, Embedder, NoChange
 from engine.domain.tuning import ContextParams, ScoringParams, TuningProfile
-from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import KeywordClassifier
-from tests.inprocess import in_process
+from tests.inprocess import KeyedClient, in_process
 from tests.servers.feltsense import FeltsenseService
 
 if TYPE_CHECKING:
@@ -220,13 +219,8 @@ def test_a_version_always_says_why_and_changes_something_and_setting_the_one_in_
 
 
 @dataclass
-class Api:
-    client: TestClient[Any]
-    keys: KeyStore
+class Api(KeyedClient):
     tuning_path: Path
-
-    def as_(self, role: str, org: str = "acme") -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.keys.create(org, role)}"}
 
 
 @pytest.fixture

@@ -9,9 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.servers.process import free_ports
 
@@ -21,8 +23,11 @@ STARTUP_TIMEOUT_S = 90.0
 
 
 class FeltsenseService:
-    def __init__(self, data_dir: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, *, env: dict[str, str] | None = None, cli: str = "api.cli",
+                 flags: tuple[str, ...] = ("--dev",)) -> None:
+        """``python -m <cli> serve`` on a free port over ``data_dir``, with ``flags`` (by default ``--dev``)."""
         self.data_dir = data_dir
+        self.cli, self.flags = cli, flags
         (self.port,) = free_ports(1)
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = env or {}
@@ -34,8 +39,8 @@ class FeltsenseService:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:  # a file, not a pipe nobody reads: the service logs every recall
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "api.cli", "serve", "--port", str(self.port), "--data-dir",
-                 str(self.data_dir), "--dev"],
+                [sys.executable, "-m", self.cli, "serve", "--port", str(self.port), "--data-dir",
+                 str(self.data_dir), *self.flags],
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=REPO,
             )
@@ -69,3 +74,12 @@ class FeltsenseService:
     def headers(self) -> dict[str, str]:
         """The development key ``serve --dev`` keeps in the data directory."""
         return {"Authorization": f"Bearer {(self.data_dir / 'dev-key').read_text().strip()}"}
+
+
+def module_service(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[FeltsenseService]:
+    """The body of a module-scoped fixture: the service on a fresh data directory named after ``name``, started
+    before the module's first test and stopped after its last."""
+    running = FeltsenseService(tmp_path_factory.mktemp(name) / "data")
+    running.start()
+    yield running
+    running.stop()

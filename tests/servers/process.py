@@ -10,10 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 
 def free_ports(count: int) -> list[int]:
@@ -114,3 +115,62 @@ class ServerProcess:
         except BaseException:
             self.stop()
             raise
+
+
+Log = Callable[[str], None]
+S = TypeVar("S", bound=ServerProcess)
+
+
+def stderr_log(line: str) -> None:
+    """The default ``Log``: progress lines on stderr, flushed at once."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def poll_until_ready(server: ServerProcess, timeout_s: float, *, probe: Callable[[], bool],
+                     ignored: type[Exception], interval_s: float, error: type[Exception], not_ready: str) -> None:
+    """Call ``probe`` until it is true (``ignored`` raised counts as not yet), raising ``error`` (with the log's
+    tail) if the process exits first or ``timeout_s`` passes; ``not_ready`` ends the timeout message, after the
+    server's name."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = server.process.poll()
+        if status is not None:
+            raise error(f"{server.name} exited with status {status} while starting:\n{server.log_tail()}")
+        with contextlib.suppress(ignored):
+            if probe():
+                return
+        time.sleep(interval_s)
+    raise error(f"{server.name} {not_ready} within {timeout_s:.0f} s:\n{server.log_tail()}")
+
+
+@contextlib.contextmanager
+def stopping(server: S) -> Iterator[S]:
+    """Yield the started server and stop it afterwards."""
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def serve_main(argv: list[str], *, prepare: tuple[str, Callable[[], object], type[Exception]],
+               running: Callable[[], contextlib.AbstractContextManager[S]], ready: Callable[[S], str],
+               usage: str) -> int:
+    """The ``python -m tests.servers.<name>`` command line: ``prepare`` (its name, the call that prints the
+    binary's path, the error it may raise) or ``serve`` (run until Ctrl-C, after printing ``ready``)."""
+    command = argv[0] if argv else ""
+    prepare_name, prepare_binary, prepare_error = prepare
+    if command == prepare_name:
+        try:
+            print(prepare_binary())
+        except prepare_error as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        return 0
+    if command == "serve":
+        with running() as server:
+            print(ready(server), flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                server.process.wait()
+        return 0
+    print(usage, file=sys.stderr)
+    return 2

@@ -24,20 +24,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
-from tests.servers.process import ServerProcess, free_ports, spawn
+from tests.servers.process import Log, ServerProcess, free_ports, poll_until_ready, serve_main, spawn, stopping
+from tests.servers.process import stderr_log as _stderr
 
 PACKAGE = "redis-server"
 READY_TIMEOUT_S = 30.0
 APT_TIMEOUT_S = 15 * 60
-
-Log = Callable[[str], None]
 
 
 class RedisInstallError(RuntimeError):
@@ -46,10 +44,6 @@ class RedisInstallError(RuntimeError):
 
 class RedisStartError(RuntimeError):
     """The server did not come up; the message carries the tail of its log."""
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def find() -> Path | None:
@@ -121,20 +115,13 @@ class RedisServer(ServerProcess):
         """Without persistence (the default here) the restarted server holds no keys."""
         super().restart(ready_timeout_s=ready_timeout_s)
 
+    def answers_ping(self) -> bool:
+        with self.client() as client:
+            return bool(client.ping())
+
     def wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            status = self.process.poll()
-            if status is not None:
-                raise RedisStartError(f"redis-server exited with status {status} while starting:\n{self.log_tail()}")
-            try:
-                with self.client() as client:
-                    if client.ping():
-                        return
-            except redis.RedisError:
-                pass
-            time.sleep(0.05)
-        raise RedisStartError(f"redis-server did not answer PING within {timeout_s:.0f} s:\n{self.log_tail()}")
+        poll_until_ready(self, timeout_s, probe=self.answers_ping, ignored=redis.RedisError, interval_s=0.05,
+                         error=RedisStartError, not_ready="did not answer PING")
 
 
 def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> RedisServer:
@@ -152,30 +139,16 @@ def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> RedisSer
 @contextlib.contextmanager
 def running(*, log: Log = _stderr) -> Iterator[RedisServer]:
     """Find (or install) redis-server, start it, and stop it afterwards."""
-    server = start(ensure(log=log))
-    try:
+    with stopping(start(ensure(log=log))) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def main(argv: list[str]) -> int:
-    command = argv[0] if argv else ""
-    if command == "ensure":
-        try:
-            print(ensure())
-        except RedisInstallError as exc:
-            print(exc, file=sys.stderr)
-            return 1
-        return 0
-    if command == "serve":
-        with running() as server:
-            print(f"redis-server ready (Ctrl-C stops it):\n  FELTSENSE_REDIS_URL={server.url}", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                server.process.wait()
-        return 0
-    print("usage: python -m tests.servers.redis ensure|serve", file=sys.stderr)
-    return 2
+    return serve_main(
+        argv, prepare=("ensure", ensure, RedisInstallError), running=running,
+        ready=lambda server: f"redis-server ready (Ctrl-C stops it):\n  FELTSENSE_REDIS_URL={server.url}",
+        usage="usage: python -m tests.servers.redis ensure|serve",
+    )
 
 
 if __name__ == "__main__":

@@ -28,21 +28,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from tests.servers.process import ServerProcess, free_ports, spawn
+from tests.servers.process import Log, ServerProcess, free_ports, poll_until_ready, serve_main, spawn, stopping
+from tests.servers.process import stderr_log as _stderr
 
 WEAVIATE_VERSION = "v1.32.0"
 PACKAGE = "github.com/weaviate/weaviate/cmd/weaviate-server"
 BUILD_TIMEOUT_S = 45 * 60  # a cold build takes 4 to 10 minutes; CI as a whole must stay well inside 90
 READY_TIMEOUT_S = 120.0
 HEARTBEAT_S = 30.0
-
-Log = Callable[[str], None]
 
 
 class WeaviateBuildError(RuntimeError):
@@ -51,10 +50,6 @@ class WeaviateBuildError(RuntimeError):
 
 class WeaviateStartError(RuntimeError):
     """The server did not come up; the message carries the tail of its log."""
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def cache_root() -> Path:
@@ -207,20 +202,10 @@ class WeaviateServer(ServerProcess):
         super().restart(ready_timeout_s=ready_timeout_s)
 
     def wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
         ready = f"{self.url}/v1/.well-known/ready"
-        while time.monotonic() < deadline:
-            status = self.process.poll()
-            if status is not None:
-                raise WeaviateStartError(f"weaviate-server exited with status {status} while starting:\n"
-                                         f"{self.log_tail()}")
-            try:
-                if httpx.get(ready, timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise WeaviateStartError(f"weaviate-server was not ready within {timeout_s:.0f} s:\n{self.log_tail()}")
+        poll_until_ready(self, timeout_s, probe=lambda: httpx.get(ready, timeout=2).status_code == 200,
+                         ignored=httpx.TransportError, interval_s=0.2, error=WeaviateStartError,
+                         not_ready="was not ready")
 
 
 def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> WeaviateServer:
@@ -256,32 +241,19 @@ def start(binary: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> Weaviate
 @contextlib.contextmanager
 def running(version: str = WEAVIATE_VERSION, *, log: Log = _stderr) -> Iterator[WeaviateServer]:
     """Build (or reuse) the binary, start a server, and stop it afterwards."""
-    server = start(build(version, log=log))
-    try:
+    with stopping(start(build(version, log=log))) as server:
         yield server
-    finally:
-        server.stop()
+
+
+def _ready_message(server: WeaviateServer) -> str:
+    return (f"weaviate-server {WEAVIATE_VERSION} ready (Ctrl-C stops it and deletes its data):\n"
+            f"  FELTSENSE_STORE=weaviate FELTSENSE_WEAVIATE__URL={server.url} "
+            f"FELTSENSE_WEAVIATE__GRPC_PORT={server.grpc_port}")
 
 
 def main(argv: list[str]) -> int:
-    command = argv[0] if argv else ""
-    if command == "build":
-        try:
-            print(build())
-        except WeaviateBuildError as exc:
-            print(exc, file=sys.stderr)
-            return 1
-        return 0
-    if command == "serve":
-        with running() as server:
-            print(f"weaviate-server {WEAVIATE_VERSION} ready (Ctrl-C stops it and deletes its data):\n"
-                  f"  FELTSENSE_STORE=weaviate FELTSENSE_WEAVIATE__URL={server.url} "
-                  f"FELTSENSE_WEAVIATE__GRPC_PORT={server.grpc_port}", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                server.process.wait()
-        return 0
-    print("usage: python -m tests.servers.weaviate build|serve", file=sys.stderr)
-    return 2
+    return serve_main(argv, prepare=("build", build, WeaviateBuildError), running=running, ready=_ready_message,
+                      usage="usage: python -m tests.servers.weaviate build|serve")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -11,26 +11,12 @@ from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import InvalidInput, NotFound
-from engine.domain.models import MemoryKind, RecallQuery, TraceStatus, Turn
+from engine.domain.models import MemoryKind, RecallQuery, TraceStatus
 from engine.service import Engine
 from tests.fakes import BrokenClassifier, BrokenEmbedder, KeywordClassifier
-
-T0 = datetime(2025, 3, 2, 18, tzinfo=UTC)
-LUNA = [
-    ("user", "Hey Ava. Sorry I've been quiet. My dog Luna died last week."),
-    ("character", "Oh no. I'm so sorry. How are you holding up?"),
-    ("user", "Not great honestly. She was fourteen. Luna and I walked in the park every single morning."),
-    ("character", "Fourteen years is a whole life together. I'm here if you want to talk about her."),
-    ("user", "Thanks. I just miss her so much."),
-]
-
-
-def turns(session: str, lines: list[tuple[str, str]], *, start: datetime = T0, user: str = "u1") -> list[Turn]:
-    return [
-        Turn(turn_id=f"{session}-{i}", session_id=session, character_id="ava", user_id=user, role=role,  # type: ignore[arg-type]
-             text=text, timestamp=start + timedelta(seconds=30 * i))
-        for i, (role, text) in enumerate(lines)
-    ]
+from tests.sessions import LUNA_LONG as LUNA
+from tests.sessions import T0
+from tests.sessions import make_turns as turns
 
 
 def recall(engine: Engine, message: str, *, days: float, session: str = "later", user: str = "u1"):  # type: ignore[no-untyped-def]

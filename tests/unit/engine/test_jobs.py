@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -41,6 +42,19 @@ def make_engine(tmp_path: Path, classifier: object) -> Engine:
     embedder = HashingEmbedder()
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=classifier)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def queue_after(tmp_path: Path, classifier: object, session: str) -> Iterator[tuple[Engine, InProcessJobs]]:
+    """An engine that has ingested ``session``, and its in-process queue; both closed afterwards."""
+    engine = make_engine(tmp_path, classifier)
+    engine.ingest(turns(session))
+    jobs = InProcessJobs(engine)
+    try:
+        yield engine, jobs
+    finally:
+        jobs.close()
+        engine.close()
 
 
 @pytest.fixture
@@ -96,35 +110,23 @@ def test_a_close_while_the_pass_is_pending_adds_nothing(gated: tuple[Engine, Gat
 
 
 def test_a_failing_classifier_leaves_the_traces_pending(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    engine = make_engine(tmp_path, BrokenClassifier())
-    engine.ingest(turns("s1"))
-    jobs = InProcessJobs(engine)
-    try:
+    with queue_after(tmp_path, BrokenClassifier(), "s1") as (engine, jobs):
         with caplog.at_level(logging.WARNING, logger="feltsense.jobs"):
             jobs.submit("s1", CLOSED_AT)
             jobs.join(timeout_s=10)
         assert trace_statuses(engine, "s1") == [TraceStatus.PENDING, TraceStatus.PENDING]
         assert engine.store.pending_sessions() == ["s1"]  # what the background pass retries
         assert "left 2 traces pending" in caplog.text
-    finally:
-        jobs.close()
-        engine.close()
 
 
 def test_a_failed_pass_does_not_stop_the_queue(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    engine = make_engine(tmp_path, KeywordClassifier())
-    engine.ingest(turns("s2"))
-    jobs = InProcessJobs(engine)
-    try:
+    with queue_after(tmp_path, KeywordClassifier(), "s2") as (engine, jobs):
         with caplog.at_level(logging.ERROR, logger="feltsense.jobs"):
             jobs.submit("unknown", CLOSED_AT)  # NotFound in the pass: logged, nothing to answer
             jobs.submit("s2", CLOSED_AT)
             jobs.join(timeout_s=10)
         assert "write-time pass for session unknown failed" in caplog.text
         assert trace_statuses(engine, "s2") == [TraceStatus.COMPLETE, TraceStatus.COMPLETE]
-    finally:
-        jobs.close()
-        engine.close()
 
 
 def test_shutting_down_waits_for_queued_passes_then_refuses_more(gated: tuple[Engine, GatedClassifier]) -> None:

@@ -15,9 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import (
     AssembledContext,
     CloseReport,
@@ -34,7 +32,7 @@ from engine.transcripts.model import Transcript
 from eval.cli import main
 from eval.report import COMPONENTS, emotional_traces, render_html, salience_series, sample_ages
 from eval.transcripts import RunReport, run_transcripts
-from tests.fakes import KeywordClassifier
+from tests.fakes import hashing_engine_in
 
 LUNA = """\
 format: 1
@@ -89,8 +87,7 @@ def hashing_factory() -> Callable[[Path], Engine]:
     embedder = HashingEmbedder()
 
     def factory(data_dir: Path) -> Engine:
-        store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+        return hashing_engine_in(data_dir, embedder)
 
     return factory
 

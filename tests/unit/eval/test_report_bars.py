@@ -17,9 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import ScoreComponents
 from engine.service import Engine
 from engine.transcripts.format import parse_transcript
@@ -33,7 +31,8 @@ from eval.report import (
     render_html,
 )
 from eval.transcripts import run_transcripts
-from tests.fakes import KeywordClassifier
+from tests.fakes import hashing_engine_in
+from tests.sessions import LUNA_TRANSCRIPT_HEAD
 
 
 @dataclass
@@ -177,15 +176,7 @@ def test_a_larger_effect_never_draws_a_shorter_bar(first: float, second: float) 
 
 # -- on a page ------------------------------------------------------------------------------------------------
 
-LUNA = """\
-format: 1
-id: luna
-character: ava
-user: tester-1
-sessions:
-  - at: "2025-03-02T18:00:00Z"
-    turns:
-      - user: "My dog Luna died last week."
+LUNA = LUNA_TRANSCRIPT_HEAD + """\
       - user: "Luna and I walked in the park every single morning."
       - user: "I had pasta for lunch."
   - at: "+9d"
@@ -200,8 +191,7 @@ def test_the_page_states_the_scales_and_draws_every_bar_on_them(tmp_path: Path) 
     embedder = HashingEmbedder()
 
     def factory(data_dir: Path) -> Engine:
-        store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-        return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+        return hashing_engine_in(data_dir, embedder)
 
     report = run_transcripts([parse_transcript(LUNA, file="luna.yaml")], engine_factory=factory)
     page = render_html(report)

@@ -9,23 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.adapters.embedded_store import EmbeddedStore
-from engine.adapters.hashing_embedder import HashingEmbedder
-from engine.adapters.sqlite_ledger import SqliteLedger
-from engine.service import Engine
 from eval.cli import main
-from tests.fakes import KeywordClassifier
+from tests.fakes import hashing_engine_in
+from tests.sessions import LUNA_TRANSCRIPT_HEAD
 
 REPO = Path(__file__).resolve().parents[3]
-LUNA = """\
-format: 1
-id: luna
-character: ava
-user: tester-1
-sessions:
-  - at: "2025-03-02T18:00:00Z"
-    turns:
-      - user: "My dog Luna died last week."
+LUNA = LUNA_TRANSCRIPT_HEAD + """\
   - at: "+9d"
     turns:
       - user: "I went for a walk with Luna's old lead."
@@ -34,10 +23,7 @@ sessions:
 """
 
 
-def hashing_factory(data_dir: Path) -> Engine:
-    embedder = HashingEmbedder()
-    store = EmbeddedStore(data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    return Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
+hashing_factory = hashing_engine_in
 
 
 def test_bare_names_land_in_the_working_directory_and_their_full_paths_are_printed(

@@ -28,14 +28,6 @@ def classifier() -> LocalClassifier:
     return LocalClassifier.load()
 
 
-@pytest.fixture(scope="module")
-def embed() -> Embed:
-    from engine.adapters.onnx_embedder import OnnxEmbedder
-
-    embedder = OnnxEmbedder()
-    return embedder.embed
-
-
 def unit_vectors(n: int, seed: int = 0) -> NDArray[np.float32]:
     vectors = np.random.default_rng(seed).normal(size=(n, EMBEDDING_DIMENSION)).astype(np.float32)
     normalised: NDArray[np.float32] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

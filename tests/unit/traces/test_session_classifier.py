@@ -24,13 +24,6 @@ def classifier() -> SessionClassifier:
     return SessionClassifier.load()
 
 
-@pytest.fixture(scope="module")
-def embed() -> Embed:
-    from engine.adapters.onnx_embedder import OnnxEmbedder
-
-    return OnnxEmbedder().embed
-
-
 def last(classifier: SessionClassifier, embed: Embed, *session: str):  # type: ignore[no-untyped-def]
     return classifier.classify(list(session), embed(list(session)))[-1]
 

@@ -263,9 +263,8 @@ def test_a_malformed_body_is_rejected_without_retrying(
     ("wrong_count", "2 vectors for 3 texts"),
     ("wrong_dimension", "dimension 1023, expected 1024"),
 ])
-def test_unusable_embeddings_are_rejected(
-    fake: FakeMistral, make_embedder: Callable[..., MistralEmbedder], failure: Any, message: str
-) -> None:
+def test_unusable_embeddings_are_rejected(fake: FakeMistral, make_embedder: Callable[..., MistralEmbedder],
+                                          failure: Any, message: str) -> None:
     fake.fail_next(failure)
     with pytest.raises(BackendRejected, match=message):
         make_embedder().embed(["a", "b", "c"])
