@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engine.adapters.sqlite_transaction import immediate
 from engine.domain.errors import InvalidInput
 from engine.domain.ports import NoChange, TuningVersion
 from engine.domain.tuning import ProfileSource, TuningProfile
@@ -88,8 +89,7 @@ class SqliteTuningStore(ProfileSource):
             latest = current.version if stored is None else max(current.version, stored)
             saved = profile.model_copy(update={"version": latest + 1})
             now = datetime.now(UTC).isoformat()
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 if stored is None and current.version == 1:
                     # Keep the defaults as version 1, so the first change can be rolled back too.
                     self._db.execute(
@@ -100,10 +100,6 @@ class SqliteTuningStore(ProfileSource):
                     "INSERT INTO tuning VALUES (?, ?, ?, ?, ?, ?)",
                     (saved.character_id, saved.version, saved.model_dump_json(), author, note, now),
                 )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             ProfileSource.set(self, saved)
             return saved
 

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from engine.adapters.embedded_store.index import PartitionIndex
 from engine.adapters.embedded_store.schema import MIGRATIONS, SCHEMA, parse_ts, ts
+from engine.adapters.sqlite_transaction import immediate
 from engine.domain.errors import BackendUnavailable, ConfigurationError, InvalidInput, NotFound
 from engine.domain.models import (
     Candidate,
@@ -79,21 +80,15 @@ class EmbeddedStore:
 
     def add_turns(self, turns: Sequence[Turn]) -> list[bool]:
         new: list[bool] = []
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for turn in turns:
-                    cursor = self._db.execute(
-                        "INSERT OR IGNORE INTO turns (turn_id, session_id, character_id, user_id, role, text, "
-                        "timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (turn.turn_id, turn.session_id, turn.character_id, turn.user_id, turn.role, turn.text,
-                         ts(turn.timestamp)),
-                    )
-                    new.append(cursor.rowcount == 1)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._lock, immediate(self._db):
+            for turn in turns:
+                cursor = self._db.execute(
+                    "INSERT OR IGNORE INTO turns (turn_id, session_id, character_id, user_id, role, text, "
+                    "timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (turn.turn_id, turn.session_id, turn.character_id, turn.user_id, turn.role, turn.text,
+                     ts(turn.timestamp)),
+                )
+                new.append(cursor.rowcount == 1)
         return new
 
     def add_memories(self, memories: Sequence[Memory], vectors: NDArray[np.float32] | None) -> None:
@@ -102,16 +97,11 @@ class EmbeddedStore:
         if vectors is not None and len(memories) and vectors.shape[1] != self._dimension:
             raise InvalidInput(f"vectors are {vectors.shape[1]}-d, the store holds {self._dimension}-d")
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 added: list[int] = []
                 for i, memory in enumerate(memories):
                     if self._insert_memory(memory, None if vectors is None else vectors[i]):
                         added.append(i)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             for i in added:
                 self._index_added(memories[i], None if vectors is None else vectors[i])
 
@@ -138,17 +128,12 @@ class EmbeddedStore:
         if len(memory_ids) != len(vectors):
             raise InvalidInput(f"{len(memory_ids)} ids but {len(vectors)} vectors", field="vectors")
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 self._db.executemany(
                     "UPDATE memories SET vector = ? WHERE memory_id = ?",
                     [(np.ascontiguousarray(v, dtype=np.float32).tobytes(), m)
                      for m, v in zip(memory_ids, vectors, strict=True)],
                 )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             for memory_id, vector in zip(memory_ids, vectors, strict=True):
                 index = self._loaded.get(memory_id)
                 if index is not None:
@@ -163,8 +148,7 @@ class EmbeddedStore:
 
     def put_traces(self, traces: Sequence[Trace]) -> None:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 for trace in traces:
                     cursor = self._db.execute(
                         "INSERT INTO traces (memory_id, character_id, user_id, status, kind, intensity, valence, "
@@ -177,10 +161,6 @@ class EmbeddedStore:
                     )
                     if cursor.rowcount != 1:
                         raise NotFound(f"no memory {trace.memory_id!r} to write a trace beside")
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             for trace in traces:
                 index = self._loaded.get(trace.memory_id)
                 if index is not None:
@@ -201,18 +181,13 @@ class EmbeddedStore:
             said = self._db.execute(
                 f"SELECT session_id, text FROM memories WHERE memory_id IN ({placeholders})", list(memory_ids)
             ).fetchall()
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 # A forgotten turn's words leave the lexical document of the turn after it too.
                 self._db.executemany("UPDATE memories SET preceding = '' WHERE session_id = ? AND preceding = ?",
                                      [(session_id, text) for session_id, text in said])
                 self._db.execute(f"DELETE FROM traces WHERE memory_id IN ({placeholders})", list(memory_ids))
                 self._db.execute(f"DELETE FROM states WHERE memory_id IN ({placeholders})", list(memory_ids))
                 self._db.execute(f"DELETE FROM memories WHERE memory_id IN ({placeholders})", list(memory_ids))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             # The in-memory indexes are append-only: drop the affected ones and rebuild them on next use.
             for key in owners:
                 index = self._indexes.pop(key, None)
@@ -453,13 +428,8 @@ class EmbeddedStore:
 
     def put_states(self, states: Sequence[MemoryState]) -> None:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 self._put_states(states)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             self._index_states(states)
 
     def _put_states(self, states: Sequence[MemoryState]) -> None:
@@ -494,16 +464,11 @@ class EmbeddedStore:
         if fact.kind != "fact" or fact.fact is None:
             raise InvalidInput(f"memory {fact.memory_id!r} is not a fact", field="kind")
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 added = self._insert_memory(fact, vector)
                 self._put_states([state])
                 self._before_replacing(fact)
                 self._put_states(replaced)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             if added:
                 self._index_added(fact, vector)
             self._index_states([state, *replaced])
@@ -519,16 +484,10 @@ class EmbeddedStore:
                 return []
             where += f" AND turn_id IN ({','.join('?' * len(turn_ids))})"
             params.extend(turn_ids)
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                deleted = [r[0] for r in self._db.execute(f"SELECT turn_id FROM turns WHERE {where} ORDER BY seq",
-                                                          params)]
-                self._db.execute(f"DELETE FROM turns WHERE {where}", params)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._lock, immediate(self._db):
+            deleted = [r[0] for r in self._db.execute(f"SELECT turn_id FROM turns WHERE {where} ORDER BY seq",
+                                                      params)]
+            self._db.execute(f"DELETE FROM turns WHERE {where}", params)
         return deleted
 
     def find_turns(self, turn_ids: Sequence[str]) -> dict[str, Turn]:
