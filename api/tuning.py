@@ -118,7 +118,8 @@ def _presentation() -> tuple[tuple[TuningSectionInfo, ...], tuple[TunableConstan
 def _shown(path: str, metadata: list[Any]) -> Shown:
     found = [rule for rule in metadata if isinstance(rule, Shown)]
     if not found:
-        raise TypeError(f"{path} has no label: give it a Shown in engine/domain/tuning.py")
+        raise TypeError(f"{path} has no label: declare it with tunable() (a section: Annotated[..., Shown(...)]) "
+                        "in engine/domain/tuning/")
     return found[0]
 
 
