@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.domain.ports import SearchRequest
 from engine.domain.text import terms
 from engine.retrieval import Query, lexical_query, rank
 from engine.retrieval import query_vector as to_query_vector
@@ -409,8 +410,8 @@ def evaluate_conversation(
         out["bm25"].append(score(question, [slot_of[memory_ids[i]] for i in lexical.rank(question.text, max(KS))]))
         query_terms, weights = lexical_query(question.text, (), params)
         unit, scale = to_query_vector(query_vector, None, params)
-        legs = engine.store.search(partition, query_vector=unit, query_terms=query_terms,
-                                   params=params, exclude_session=None, created_before=at)
+        legs = engine.store.search(SearchRequest(partition=partition, query_vector=unit, query_terms=query_terms,
+                                                 params=params, exclude_session=None, created_before=at))
         ranked = rank(legs, Query(vector=unit, cosine_scale=scale, terms=query_terms, term_weights=weights), params)
         out["stage1"].append(score(question, slots(c.memory_id for c in ranked.candidates)))
         recalled = engine.recall(RecallQuery(character_id=CHARACTER_ID, user_id=conversation.sample_id,

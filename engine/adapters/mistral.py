@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TypeVar
+from typing import TypedDict, TypeVar, Unpack
 from urllib.parse import urlsplit
 
 import httpx2
@@ -190,7 +190,43 @@ def _close(client: Mistral) -> None:
         http.close()
 
 
-class MistralEmbedder:
+class Connection(TypedDict, total=False):
+    """How a provider reaches the API and retries (defaults in ``_MistralModel``): the options both share."""
+
+    server_url: str | None
+    timeout_s: float
+    max_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+    sleep: Callable[[float], None]
+
+
+class _MistralModel:
+    """A model on the Mistral API: its SDK client and this module's retry loop."""
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str,
+        server_url: str | None = None,
+        timeout_s: float = 30.0,
+        max_retries: int = 4,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 20.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        backend = f"mistral:{model}"
+        self._model = model
+        self._client = _client(api_key, server_url=server_url, timeout_s=timeout_s, backend=backend)
+        self._retrying = _Retrying(backend, timeout_s=timeout_s, max_retries=max_retries,
+                                   backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s, sleep=sleep)
+
+    def close(self) -> None:
+        _close(self._client)
+
+
+class MistralEmbedder(_MistralModel):
     """``mistral-embed`` (1024-d) behind the ``Embedder`` port: batched requests, L2-normalised float32 rows.
 
     ``model_id`` is the model name: it names the vector space, so a store never mixes these vectors with the
@@ -201,27 +237,19 @@ class MistralEmbedder:
         self,
         api_key: str,
         *,
-        server_url: str | None = None,
         model: str = "mistral-embed",
         dimension: int = 1024,
-        timeout_s: float = 30.0,
-        max_retries: int = 4,
         batch_size: int = 64,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 20.0,
-        sleep: Callable[[float], None] = time.sleep,
+        **connection: Unpack[Connection],
     ) -> None:
         backend = f"mistral:{model}"
         if dimension < 1:
             raise ConfigurationError(f"{backend}: dimension must be positive, got {dimension}")
         if batch_size < 1:
             raise ConfigurationError(f"{backend}: batch_size must be positive, got {batch_size}")
-        self._model = model
+        super().__init__(api_key, model=model, **connection)
         self._dimension = dimension
         self._batch_size = batch_size
-        self._client = _client(api_key, server_url=server_url, timeout_s=timeout_s, backend=backend)
-        self._retrying = _Retrying(backend, timeout_s=timeout_s, max_retries=max_retries,
-                                   backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s, sleep=sleep)
 
     @property
     def model_id(self) -> str:
@@ -273,11 +301,8 @@ class MistralEmbedder:
         normalised: NDArray[np.float32] = (vectors / norms).astype(np.float32)
         return normalised
 
-    def close(self) -> None:
-        _close(self._client)
 
-
-class MistralClassifier:
+class MistralClassifier(_MistralModel):
     """The write-time classifier on a Mistral chat model: one call per closed session, structured output.
 
     The model reads the whole session at once (``per_sentence`` is False), so context carries from turn to turn;
@@ -285,23 +310,8 @@ class MistralClassifier:
     prompt and its response model live in ``prompts.write_time``; ``name`` carries its version.
     """
 
-    def __init__(
-        self,
-        api_key: str,
-        *,
-        server_url: str | None = None,
-        model: str = "mistral-small-latest",
-        timeout_s: float = 30.0,
-        max_retries: int = 4,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 20.0,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        backend = f"mistral:{model}"
-        self._model = model
-        self._client = _client(api_key, server_url=server_url, timeout_s=timeout_s, backend=backend)
-        self._retrying = _Retrying(backend, timeout_s=timeout_s, max_retries=max_retries,
-                                   backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s, sleep=sleep)
+    def __init__(self, api_key: str, *, model: str = "mistral-small-latest", **connection: Unpack[Connection]) -> None:
+        super().__init__(api_key, model=model, **connection)
         self._response_format = response_format_from_pydantic_model(SessionClassification)
 
     @property
@@ -354,6 +364,3 @@ class MistralClassifier:
             raise rejected(str(exc)) from exc
         # The model's facts come back structured: the trace keeps their sentences, ``extracted`` their slots.
         return [item.classification() for item in ordered]
-
-    def close(self) -> None:
-        _close(self._client)

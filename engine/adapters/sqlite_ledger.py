@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
 from engine.domain.models import AuditEvent, Decision, MemoryState, Resolution, ReviewItem, ReviewKind
@@ -145,12 +145,7 @@ class SqliteLedger:
             )
 
     def history(self, memory_id: str) -> list[AuditEvent]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT memory_id, partition, event, at, status, strength, names, actor FROM audit "
-                "WHERE memory_id = ? ORDER BY seq", (memory_id,)
-            ).fetchall()
-        return [self._event(r) for r in rows]
+        return self._events("memory_id", memory_id)
 
     def erased(self, memory_ids: Sequence[str]) -> set[str]:
         """The ids among ``memory_ids`` whose memory was erased (the audit skeleton remembers that it existed)."""
@@ -164,10 +159,14 @@ class SqliteLedger:
         return {r[0] for r in rows}
 
     def partition_history(self, partition: str) -> list[AuditEvent]:
+        return self._events("partition", partition)
+
+    def _events(self, column: Literal["memory_id", "partition"], value: str) -> list[AuditEvent]:
+        """The audit events whose ``column`` is ``value``, oldest first."""
         with self._lock:
             rows = self._db.execute(
                 "SELECT memory_id, partition, event, at, status, strength, names, actor FROM audit "
-                "WHERE partition = ? ORDER BY seq", (partition,)
+                f"WHERE {column} = ? ORDER BY seq", (value,)
             ).fetchall()
         return [self._event(r) for r in rows]
 

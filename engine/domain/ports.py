@@ -212,26 +212,34 @@ class TraceRecords(Protocol):
         ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class SearchRequest:
+    """One stage-one search of one partition (``SearchIndex.search``).
+
+    ``query_vector`` is unit length (None: the vector leg is skipped, every cosine NaN); ``query_terms`` are
+    distinct index terms (``engine.domain.text.terms``), in the order of the term-frequency columns, with
+    ``term_weights`` (all 1 when None) for a store that bounds the lexical part of its pool by BM25. A memory of
+    ``exclude_session`` or created after ``created_before`` is not in the pool; archived ones are with
+    ``include_archived``.
+    """
+
+    partition: Partition
+    query_vector: NDArray[np.float32] | None
+    query_terms: Sequence[str]
+    params: RetrievalParams
+    exclude_session: str | None
+    created_before: datetime
+    include_archived: bool = False
+    term_weights: Sequence[float] | None = None
+
+
 class SearchIndex(Protocol):
     """Stage one's indexes over a partition's memories: raw leg material, never a ranking."""
 
-    def search(
-        self,
-        partition: Partition,
-        *,
-        query_vector: NDArray[np.float32] | None,
-        query_terms: Sequence[str],
-        params: RetrievalParams,
-        exclude_session: str | None,
-        created_before: datetime,
-        include_archived: bool = False,
-        term_weights: Sequence[float] | None = None,
-    ) -> LegScores:
-        """Stage one's legs over the partition's active memories (and archived ones with ``include_archived``); a
-        provisional or revoked memory is never in the pool. ``query_vector`` is unit length (None: the vector leg
-        is skipped, every cosine NaN); ``query_terms`` are distinct index terms (``engine.domain.text.terms``), in the
-        order of the term-frequency columns, with ``term_weights`` (all 1 when None) for a store that bounds the
-        lexical part of its pool by BM25. Ranking is ``engine.retrieval.rank``'s, never the store's.
+    def search(self, request: SearchRequest) -> LegScores:
+        """Stage one's legs over the request's partition's active memories (and archived ones with
+        ``include_archived``); a provisional or revoked memory is never in the pool. Ranking is
+        ``engine.retrieval.rank``'s, never the store's.
         """
         ...
 

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from engine.domain.models import Candidate, Partition, RecallMode, RecallQuery, WindowTurn
-from engine.domain.ports import Embedder, SearchIndex, TurnLog
+from engine.domain.ports import Embedder, SearchIndex, SearchRequest, TurnLog
 from engine.domain.scopes import visible
 from engine.domain.text import terms
 from engine.domain.tuning import RetrievalParams, TuningProfile
@@ -141,11 +141,11 @@ def search_levels(
     found = Searched(candidates=[], mode=mode)
     counts = found.counts
     for level in levels:  # filters before ranking: each level is searched for what this user may see
-        legs = index.search(
-            level, query_vector=search.vector, query_terms=search.terms, params=params,
+        legs = index.search(SearchRequest(
+            partition=level, query_vector=search.vector, query_terms=search.terms, params=params,
             exclude_session=exclude_session, created_before=created_before, include_archived=include_archived,
             term_weights=search.term_weights.tolist(),
-        )
+        ))
         ranked = rank(legs, search, params)
         if found.own is None:
             found.own = ranked

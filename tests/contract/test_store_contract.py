@@ -21,7 +21,7 @@ import pytest
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.domain.errors import BackendUnavailable, ConfigurationError, NotFound
 from engine.domain.models import FactInfo, Leg, Memory, MemoryState, Partition, Trace, TraceStatus, Turn
-from engine.domain.ports import LegScores, MemoryStore
+from engine.domain.ports import LegScores, MemoryStore, SearchRequest
 from engine.domain.text import terms
 from engine.domain.tuning import RetrievalParams
 from engine.ingest import memory_id_for
@@ -54,8 +54,9 @@ def _query(text: str, params: RetrievalParams, *, vector: bool = True, vector_te
 
 def _legs(store: MemoryStore, query: Query, params: RetrievalParams, *, partition: Partition = PARTITION,
           exclude: str | None = None, before: datetime = LATER, include_archived: bool = False) -> LegScores:
-    return store.search(partition, query_vector=query.vector, query_terms=query.terms, params=params,
-                        exclude_session=exclude, created_before=before, include_archived=include_archived)
+    return store.search(SearchRequest(partition=partition, query_vector=query.vector, query_terms=query.terms,
+                                      params=params, exclude_session=exclude, created_before=before,
+                                      include_archived=include_archived))
 
 
 def _ranked(store: MemoryStore, text: str, *, params: RetrievalParams | None = None, vector: bool = True,
@@ -488,8 +489,8 @@ def test_excluded_current_session_counts_what_recall_would_otherwise_see(store: 
     assert legs("s1", include_archived=True).excluded_current_session == 2  # the archived one counts then
     assert legs("s2").excluded_current_session == 1
     assert legs(None).excluded_current_session == 0 and legs("s-unknown").excluded_current_session == 0
-    nothing = store.search(PARTITION, query_vector=None, query_terms=[], params=params, exclude_session="s1",
-                           created_before=at)
+    nothing = store.search(SearchRequest(partition=PARTITION, query_vector=None, query_terms=[], params=params,
+                                         exclude_session="s1", created_before=at))
     assert nothing.memory_ids == [] and nothing.excluded_current_session == 1
     assert rank(found, query, params).excluded_current_session == 1
 

@@ -19,7 +19,7 @@ import pytest
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.models import MemoryState, Partition, RecallQuery, RecallResult, Trace, TraceStatus, Turn, WindowTurn
-from engine.domain.ports import LegScores, MemoryStore
+from engine.domain.ports import LegScores, MemoryStore, SearchRequest
 from engine.domain.text import terms
 from engine.domain.tuning import RetrievalParams
 from engine.retrieval import Query, lexical_query, query_vector, rank
@@ -106,9 +106,9 @@ def _query(case: Case, params: RetrievalParams) -> Query:
 
 
 def _legs(store: MemoryStore, case: Case, query: Query, params: RetrievalParams) -> LegScores:
-    return store.search(case.partition, query_vector=query.vector, query_terms=query.terms, params=params,
-                        exclude_session=case.exclude, created_before=case.before,
-                        include_archived=case.include_archived)
+    return store.search(SearchRequest(partition=case.partition, query_vector=query.vector, query_terms=query.terms,
+                                      params=params, exclude_session=case.exclude, created_before=case.before,
+                                      include_archived=case.include_archived))
 
 
 def _assert_same_legs(embedded: LegScores, weaviate: LegScores, what: str) -> None:

@@ -14,6 +14,7 @@ from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import Forbidden
 from engine.domain.models import ExtractedFact, MemoryState, Partition, RecallQuery, Turn
+from engine.domain.ports import SearchRequest
 from engine.domain.scopes import partition_for
 from engine.retrieval import lexical_query, query_vector
 from engine.service import Engine
@@ -260,9 +261,10 @@ def test_erasure_leaves_no_content_anywhere_and_returns_a_receipt(engine: Engine
     params = engine.profiles.profile_for("ava").retrieval
     for words in ("blue door", "Lisbon", "secret"):
         unit, _ = query_vector(EMBEDDER.embed([words])[0], None, params)
-        legs = engine.store.search(mine, query_vector=unit, query_terms=lexical_query(words, (), params)[0],
-                                   params=params, exclude_session=None, created_before=T0 + timedelta(days=1),
-                                   include_archived=True)
+        legs = engine.store.search(SearchRequest(
+            partition=mine, query_vector=unit, query_terms=lexical_query(words, (), params)[0], params=params,
+            exclude_session=None, created_before=T0 + timedelta(days=1), include_archived=True,
+        ))
         assert legs.memory_ids == []
         assert engine.store.substring_search(mine, query_text=words, limit=10, exclude_session=None,
                                              created_before=T0 + timedelta(days=1), include_archived=True) == []

@@ -22,7 +22,7 @@ from engine.domain.models import (
     Trace,
     TraceStatus,
 )
-from engine.domain.ports import LegScores, ToneCandidates
+from engine.domain.ports import LegScores, SearchRequest, ToneCandidates
 from engine.domain.text import terms, words
 from engine.domain.tuning import RetrievalParams
 from scoring.fusion import bm25, bm25_idf
@@ -217,20 +217,17 @@ class PartitionIndex:
             allowed &= ~in_session
         return allowed, excluded
 
-    def leg_scores(
-        self, query_vector: NDArray[np.float32] | None, query_terms: Sequence[str], params: RetrievalParams, *,
-        exclude_session: str | None, created_before: datetime, include_archived: bool,
-        term_weights: Sequence[float] | None,
-    ) -> LegScores:
+    def leg_scores(self, request: SearchRequest) -> LegScores:
         """Stage one's leg material over this partition (``MemoryStore.search``)."""
+        query_vector, query_terms, params = request.query_vector, request.query_terms, request.params
         n = self.size
         if n == 0:
             return LegScores.empty(len(query_terms))
-        allowed, excluded = self.allowed(exclude_session, created_before, include_archived)
+        allowed, excluded = self.allowed(request.exclude_session, request.created_before, request.include_archived)
         doc_length, _ = self.arrays()
         postings = [self.posting(term) for term in query_terms]
         in_pool = np.zeros(n, dtype=bool)
-        self._lexical_pool(postings, term_weights, allowed, params, in_pool)
+        self._lexical_pool(postings, request.term_weights, allowed, params, in_pool)
         cosine = np.full(n, np.nan)
         if query_vector is not None:
             embedded = allowed & self.embedded_mask()

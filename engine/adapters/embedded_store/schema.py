@@ -1,8 +1,12 @@
-"""The embedded store's SQLite schema, the columns added since, and how it writes times."""
+"""The embedded store's SQLite schema, the columns added since, how it writes times, and how it reads memories and
+turns back from rows."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+
+from engine.domain.models import FactInfo, Memory, Turn
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,3 +81,24 @@ def parse_ts(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+
+
+MEMORY_COLUMNS = (
+    "memory_id, turn_id, session_id, character_id, user_id, text, context, created_at, kind, scope, fact, preceding"
+)
+MEMORY_WIDTH = 12
+"""How many columns ``MEMORY_COLUMNS`` names (a wider row holds more after them)."""
+TURN_COLUMNS = "turn_id, session_id, character_id, user_id, role, text, timestamp"
+
+
+def memory_from_row(row: Sequence[str]) -> Memory:
+    """A memory from the ``MEMORY_COLUMNS`` of a row."""
+    return Memory(memory_id=row[0], turn_id=row[1], session_id=row[2], character_id=row[3], user_id=row[4],
+                  text=row[5], context=row[6], created_at=parse_ts(row[7]), kind=row[8], scope=row[9],
+                  fact=None if row[10] is None else FactInfo.model_validate_json(row[10]), preceding=row[11])
+
+
+def turn_from_row(row: Sequence[str]) -> Turn:
+    """A turn from the ``TURN_COLUMNS`` of a row."""
+    return Turn(turn_id=row[0], session_id=row[1], character_id=row[2], user_id=row[3], role=row[4], text=row[5],
+                timestamp=parse_ts(row[6]))

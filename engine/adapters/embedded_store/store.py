@@ -11,20 +11,29 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from engine.adapters.embedded_store.index import PartitionIndex
-from engine.adapters.embedded_store.schema import MIGRATIONS, SCHEMA, parse_ts, ts
+from engine.adapters.embedded_store.schema import (
+    MEMORY_COLUMNS,
+    MEMORY_WIDTH,
+    MIGRATIONS,
+    SCHEMA,
+    TURN_COLUMNS,
+    memory_from_row,
+    ts,
+    turn_from_row,
+)
 from engine.adapters.sqlite_transaction import immediate
 from engine.domain.errors import BackendUnavailable, ConfigurationError, InvalidInput, NotFound
 from engine.domain.models import (
     Candidate,
-    FactInfo,
     Memory,
     MemoryState,
     Partition,
@@ -32,8 +41,9 @@ from engine.domain.models import (
     TraceStatus,
     Turn,
 )
-from engine.domain.ports import LegScores, ToneCandidates
-from engine.domain.tuning import RetrievalParams
+from engine.domain.ports import LegScores, SearchRequest, ToneCandidates
+
+Record = TypeVar("Record", Trace, MemoryState)
 
 
 class EmbeddedStore:
@@ -142,9 +152,9 @@ class EmbeddedStore:
     def unembedded(self, limit: int) -> list[Memory]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE vector IS NULL ORDER BY seq LIMIT ?", (limit,)
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE vector IS NULL ORDER BY seq LIMIT ?", (limit,)
             ).fetchall()
-        return [self._memory(r) for r in rows]
+        return [memory_from_row(r) for r in rows]
 
     def put_traces(self, traces: Sequence[Trace]) -> None:
         with self._lock:
@@ -217,45 +227,26 @@ class EmbeddedStore:
     def get_turns(self, session_id: str) -> list[Turn]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT turn_id, session_id, character_id, user_id, role, text, timestamp FROM turns "
-                "WHERE session_id = ? ORDER BY seq",
-                (session_id,),
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
-        return [
-            Turn(turn_id=r[0], session_id=r[1], character_id=r[2], user_id=r[3], role=r[4], text=r[5],
-                 timestamp=parse_ts(r[6]))
-            for r in rows
-        ]
-
-    _MEMORY_COLUMNS = (
-        "memory_id, turn_id, session_id, character_id, user_id, text, context, created_at, kind, scope, fact, "
-        "preceding"
-    )
-    _WIDTH = 12
-
-    @staticmethod
-    def _memory(row: Sequence[str]) -> Memory:
-        return Memory(memory_id=row[0], turn_id=row[1], session_id=row[2], character_id=row[3], user_id=row[4],
-                      text=row[5], context=row[6], created_at=parse_ts(row[7]), kind=row[8],
-                      scope=row[9],
-                      fact=None if row[10] is None else FactInfo.model_validate_json(row[10]), preceding=row[11])
+        return [turn_from_row(r) for r in rows]
 
     def session_memories(self, session_id: str) -> list[Memory]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'turn' ORDER BY seq",
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'turn' ORDER BY seq",
                 (session_id,)
             ).fetchall()
-        return [self._memory(r) for r in rows]
+        return [memory_from_row(r) for r in rows]
 
     def list_memories(self, partition: Partition, *, offset: int, limit: int) -> list[Memory]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
                 "ORDER BY seq LIMIT ? OFFSET ?",
                 (partition.character_id, partition.user_id, limit, offset),
             ).fetchall()
-        return [self._memory(r) for r in rows]
+        return [memory_from_row(r) for r in rows]
 
     def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
@@ -265,11 +256,11 @@ class EmbeddedStore:
             if cached is not None:
                 return [index.memories[row] for index, row in cached]
             rows = self._db.execute(
-                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE memory_id IN "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE memory_id IN "
                 f"({','.join('?' * len(memory_ids))})",
                 list(memory_ids),
             ).fetchall()
-        by_id = {r[0]: self._memory(r) for r in rows}
+        by_id = {r[0]: memory_from_row(r) for r in rows}
         return [by_id[m] for m in memory_ids if m in by_id]
 
     def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:
@@ -292,19 +283,25 @@ class EmbeddedStore:
                          for m in memory_ids])
 
     def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]:
+        return self._records(memory_ids, "traces", Trace, lambda index: index.traces)
+
+    def _records(self, memory_ids: Sequence[str], table: str, model: type[Record],
+                 held: Callable[[PartitionIndex], Mapping[int, Record]]) -> dict[str, Record]:
+        """The traces or states (``table``) of ``memory_ids``, by memory id: from the loaded indexes (``held``)
+        when they hold every id, else the JSON bodies in SQLite."""
         if not memory_ids:
             return {}
         with self._lock:
             cached = self._cached(memory_ids)
             if cached is not None:
-                return {trace.memory_id: trace for index, row in cached
-                        if (trace := index.traces.get(row)) is not None}
+                return {record.memory_id: record for index, row in cached
+                        if (record := held(index).get(row)) is not None}
             rows = self._db.execute(
-                f"SELECT body FROM traces WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
+                f"SELECT body FROM {table} WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
                 list(memory_ids),
             ).fetchall()
-        traces = [Trace.model_validate_json(r[0]) for r in rows]
-        return {t.memory_id: t for t in traces}
+        found = [model.model_validate_json(r[0]) for r in rows]
+        return {record.memory_id: record for record in found}
 
     def _cached(self, memory_ids: Sequence[str]) -> list[tuple[PartitionIndex, int]] | None:
         """Where each memory sits in a loaded partition index, or None if any is not loaded."""
@@ -365,15 +362,15 @@ class EmbeddedStore:
         if index is None:
             index = PartitionIndex(self._dimension)
             rows = self._db.execute(
-                f"SELECT {', '.join('m.' + c for c in self._MEMORY_COLUMNS.split(', '))}, m.vector, t.body, s.body "
+                f"SELECT {', '.join('m.' + c for c in MEMORY_COLUMNS.split(', '))}, m.vector, t.body, s.body "
                 "FROM memories m LEFT JOIN traces t ON t.memory_id = m.memory_id "
                 "LEFT JOIN states s ON s.memory_id = m.memory_id "
                 "WHERE m.character_id = ? AND m.user_id = ? ORDER BY m.seq",
                 key,
             ).fetchall()
-            w = self._WIDTH
+            w = MEMORY_WIDTH
             for row in rows:
-                memory = self._memory(row[:w])
+                memory = memory_from_row(row[:w])
                 index.add(memory, None if row[w] is None else np.frombuffer(row[w], dtype=np.float32))
                 self._loaded[memory.memory_id] = index
                 if row[w + 1] is not None:
@@ -383,23 +380,9 @@ class EmbeddedStore:
             self._indexes[key] = index
         return index
 
-    def search(
-        self,
-        partition: Partition,
-        *,
-        query_vector: NDArray[np.float32] | None,
-        query_terms: Sequence[str],
-        params: RetrievalParams,
-        exclude_session: str | None,
-        created_before: datetime,
-        include_archived: bool = False,
-        term_weights: Sequence[float] | None = None,
-    ) -> LegScores:
+    def search(self, request: SearchRequest) -> LegScores:
         with self._lock:
-            return self._index(partition).leg_scores(
-                query_vector, query_terms, params, exclude_session=exclude_session, created_before=created_before,
-                include_archived=include_archived, term_weights=term_weights,
-            )
+            return self._index(request.partition).leg_scores(request)
 
     def substring_search(
         self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
@@ -413,18 +396,7 @@ class EmbeddedStore:
     # -- lifecycle ----------------------------------------------------------------------------------------
 
     def get_states(self, memory_ids: Sequence[str]) -> dict[str, MemoryState]:
-        if not memory_ids:
-            return {}
-        with self._lock:
-            cached = self._cached(memory_ids)
-            if cached is not None:
-                return {state.memory_id: state for index, row in cached
-                        if (state := index.states.get(row)) is not None}
-            rows = self._db.execute(
-                f"SELECT body FROM states WHERE memory_id IN ({','.join('?' * len(memory_ids))})", list(memory_ids)
-            ).fetchall()
-        found = [MemoryState.model_validate_json(r[0]) for r in rows]
-        return {state.memory_id: state for state in found}
+        return self._records(memory_ids, "states", MemoryState, lambda index: index.states)
 
     def put_states(self, states: Sequence[MemoryState]) -> None:
         with self._lock:
@@ -452,11 +424,11 @@ class EmbeddedStore:
     def list_facts(self, partition: Partition) -> list[Memory]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
                 "AND kind = 'fact' ORDER BY seq",
                 (partition.character_id, partition.user_id),
             ).fetchall()
-        return [self._memory(r) for r in rows]
+        return [memory_from_row(r) for r in rows]
 
     def write_fact(self, fact: Memory, vector: NDArray[np.float32] | None, state: MemoryState,
                    replaced: Sequence[MemoryState]) -> None:
@@ -498,11 +470,9 @@ class EmbeddedStore:
             for chunk in range(0, len(turn_ids), 500):
                 ids = list(turn_ids[chunk:chunk + 500])
                 for r in self._db.execute(
-                    "SELECT turn_id, session_id, character_id, user_id, role, text, timestamp FROM turns "
-                    f"WHERE turn_id IN ({','.join('?' * len(ids))})", ids,
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE turn_id IN ({','.join('?' * len(ids))})", ids,
                 ):
-                    found[r[0]] = Turn(turn_id=r[0], session_id=r[1], character_id=r[2], user_id=r[3], role=r[4],
-                                       text=r[5], timestamp=parse_ts(r[6]))
+                    found[r[0]] = turn_from_row(r)
         return found
 
     def purge(self) -> None:

@@ -58,6 +58,18 @@ class Lru(Generic[K, V]):
         with self._lock:
             self._items.pop(key, None)
 
+    def split(self, keys: Iterable[K]) -> tuple[dict[K, V], list[K]]:
+        """The cached values of ``keys``, and the keys that are not cached (in order)."""
+        found: dict[K, V] = {}
+        missing: list[K] = []
+        for key in keys:
+            value = self.get(key)
+            if value is None:
+                missing.append(key)
+            else:
+                found[key] = value
+        return found, missing
+
 
 def chunks(items: Sequence[V], size: int) -> Iterator[Sequence[V]]:
     for start in range(0, len(items), size):
@@ -185,14 +197,7 @@ class StoreBase:
 
     def _locate(self, memory_ids: Iterable[str]) -> dict[str, str]:
         """Memory id -> tenant, for the ids that exist: the cache first, then the directory."""
-        located: dict[str, str] = {}
-        unknown: list[str] = []
-        for memory_id in dict.fromkeys(memory_ids):
-            tenant = self._tenants.get(memory_id)
-            if tenant is None:
-                unknown.append(memory_id)
-            else:
-                located[memory_id] = tenant
+        located, unknown = self._tenants.split(dict.fromkeys(memory_ids))
         if unknown:
             for entry in fetch_by_ids(self._directory, (object_id("memory", m) for m in unknown),
                                       ["memory_id", "tenant"]):
@@ -234,14 +239,7 @@ class StoreBase:
 
     @boundary("read memories")
     def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
-        found: dict[str, Memory] = {}
-        missing = []
-        for memory_id in memory_ids:
-            cached = self._cached_memories.get(memory_id)
-            if cached is None:
-                missing.append(memory_id)
-            else:
-                found[memory_id] = cached
+        found, missing = self._cached_memories.split(memory_ids)
         if missing:
             for memory_id, obj in self._objects(missing, MEMORY_PROPERTIES).items():
                 found[memory_id] = memory_from(obj.properties)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,6 +24,8 @@ from engine.adapters.weaviate.schema import (
 )
 from engine.domain.models import Memory, MemoryKind, MemoryState, Partition, Trace, TraceStatus, Turn
 from engine.domain.ports import ToneCandidates
+
+Record = TypeVar("Record", Trace, MemoryState)
 
 TONE_CACHE_S = 10.0
 """How long tone candidates read by recall are reused before asking the server again (see ``_tone_cache``)."""
@@ -87,11 +90,16 @@ class Reads(StoreBase):
 
     @boundary("read traces")
     def get_traces(self, memory_ids: Sequence[str]) -> dict[str, Trace]:
+        return self._records(memory_ids, "trace", Trace)
+
+    def _records(self, memory_ids: Sequence[str], prop: Literal["trace", "state"],
+                 model: type[Record]) -> dict[str, Record]:
+        """The traces or states (the JSON property ``prop``) of ``memory_ids`` that have one, by memory id."""
         if not memory_ids:
             return {}
-        found = self._objects(memory_ids, ["trace"])
-        return {memory_id: Trace.model_validate_json(obj.properties["trace"])
-                for memory_id, obj in found.items() if obj.properties.get("trace")}
+        found = self._objects(memory_ids, [prop])
+        return {memory_id: model.model_validate_json(obj.properties[prop])
+                for memory_id, obj in found.items() if obj.properties.get(prop)}
 
     @boundary("read unembedded memories")
     def unembedded(self, limit: int) -> list[Memory]:
@@ -113,11 +121,7 @@ class Reads(StoreBase):
 
     @boundary("read states")
     def get_states(self, memory_ids: Sequence[str]) -> dict[str, MemoryState]:
-        if not memory_ids:
-            return {}
-        found = self._objects(memory_ids, ["state"])
-        return {memory_id: MemoryState.model_validate_json(obj.properties["state"])
-                for memory_id, obj in found.items() if obj.properties.get("state")}
+        return self._records(memory_ids, "state", MemoryState)
 
     @boundary("list facts")
     def list_facts(self, partition: Partition) -> list[Memory]:

@@ -24,9 +24,8 @@ from engine.adapters.weaviate.errors import BACKEND, boundary, missing_tenant
 from engine.adapters.weaviate.schema import MEMORY_PROPERTIES, Props, as_datetime, memory_from, tenant_for
 from engine.domain.errors import BackendRejected
 from engine.domain.models import Candidate, Leg, Partition
-from engine.domain.ports import LegScores
+from engine.domain.ports import LegScores, SearchRequest
 from engine.domain.text import words
-from engine.domain.tuning import RetrievalParams
 
 POOL_FACTOR = 3  # stage one's pool is this many times params.candidates (the embedded store's factor too)
 STATS_CACHED_DOCUMENTS = 1_000_000  # memories whose terms the statistics caches hold, over all tenants
@@ -270,20 +269,13 @@ class Search(StoreBase):
         return visible
 
     @boundary("search")
-    def search(
-        self,
-        partition: Partition,
-        *,
-        query_vector: NDArray[np.float32] | None,
-        query_terms: Sequence[str],
-        params: RetrievalParams,
-        exclude_session: str | None,
-        created_before: datetime,
-        include_archived: bool = False,
-        term_weights: Sequence[float] | None = None,  # unused: Weaviate's own hybrid query chooses the pool
-    ) -> LegScores:
-        tenant = tenant_for(partition)
-        columns = list(query_terms)
+    def search(self, request: SearchRequest) -> LegScores:
+        # request.term_weights is unused: Weaviate's own hybrid query chooses the pool.
+        query_vector, params = request.query_vector, request.params
+        exclude_session, created_before = request.exclude_session, request.created_before
+        include_archived = request.include_archived
+        tenant = tenant_for(request.partition)
+        columns = list(request.query_terms)
         total = self._count_in(tenant)
         if total == 0:  # an empty level (most canon and shared ones): nothing more to ask
             return LegScores.empty(len(columns))

@@ -13,6 +13,7 @@ import pytest
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.domain.models import Memory, MemoryKind, Partition, Trace, TraceStatus
+from engine.domain.ports import SearchRequest
 from engine.domain.text import terms
 from engine.domain.tuning import RetrievalParams
 from engine.retrieval import stage_one_params
@@ -55,8 +56,8 @@ def test_the_stores_bm25_matches_the_slow_reference(tmp_path: Path, seed: int) -
     weights = np.array([1.0 if j % 2 == 0 else 0.3 for j in range(len(query_terms))])
     params = RetrievalParams(bm25_k1=rng.choice([0.9, 1.2, 2.0]), bm25_b=rng.choice([0.3, 0.75, 1.0]))
 
-    legs = store.search(PARTITION, query_vector=None, query_terms=query_terms, params=params, exclude_session=None,
-                        created_before=T0 + timedelta(days=1))
+    legs = store.search(SearchRequest(partition=PARTITION, query_vector=None, query_terms=query_terms, params=params,
+                                      exclude_session=None, created_before=T0 + timedelta(days=1)))
     fast = bm25_normalised(legs.term_frequency, legs.doc_length, legs.document_frequency, weights,
                            documents=legs.documents, average_doc_length=legs.average_doc_length,
                            k1=params.bm25_k1, b=params.bm25_b)
