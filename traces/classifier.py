@@ -282,7 +282,27 @@ class TrainedClassifier:
             )
         return out
 
-    def _check(self, expected: Shapes) -> None:
+    def _affect_width(self, dense: int) -> int:
+        """The width of the affect heads' input: the dense block, then the register and emotion28 probabilities."""
+        width: int = dense + len(REGISTERS) + self._emotion28_weights.shape[1]
+        return width
+
+    def _check(self, dense: int, affect_outputs: int, heads: Shapes) -> None:
+        """Raise ConfigurationError unless the shared arrays fit a dense block ``dense`` wide and ``affect_outputs``
+        affect targets, and each of the subclass's own ``heads`` has the shape it needs."""
+        n_registers = len(REGISTERS)
+        n_emotions = self._emotion28_weights.shape[1]
+        expected: Shapes = {
+            "idf": ((self._hashed_weights.shape[0],), self._idf.shape),
+            "hashed_weights": ((self._idf.shape[0], n_registers + affect_outputs), self._hashed_weights.shape),
+            "register_dense_weights": ((dense, n_registers), self._register_dense.shape),
+            "register_bias": ((n_registers,), self._register_bias.shape),
+            "emotion28_weights": ((dense, n_emotions), self._emotion28_weights.shape),
+            "emotion28_bias": ((n_emotions,), self._emotion28_bias.shape),
+            "affect_dense_weights": ((self._affect_width(dense), affect_outputs), self._affect_dense.shape),
+            "affect_bias": ((affect_outputs,), self._affect_bias.shape),
+            **heads,
+        }
         for name, (want, got) in expected.items():
             if want != got:
                 raise ConfigurationError(
@@ -325,18 +345,9 @@ class LocalClassifier(TrainedClassifier):
     def _check_shapes(self) -> None:
         n_registers = len(REGISTERS)
         dense = EMBEDDING_DIMENSION + VADER_FEATURES
-        n_emotions = self._emotion28_weights.shape[1]
-        affect_in = dense + n_registers + n_emotions
+        affect_in = self._affect_width(dense)
         n_models, _, hidden = self._mlp_hidden_weights.shape
-        expected: Shapes = {
-            "idf": ((self._hashed_weights.shape[0],), self._idf.shape),
-            "hashed_weights": ((self._idf.shape[0], n_registers + 2), self._hashed_weights.shape),
-            "register_dense_weights": ((dense, n_registers), self._register_dense.shape),
-            "register_bias": ((n_registers,), self._register_bias.shape),
-            "emotion28_weights": ((dense, n_emotions), self._emotion28_weights.shape),
-            "emotion28_bias": ((n_emotions,), self._emotion28_bias.shape),
-            "affect_dense_weights": ((affect_in, 2), self._affect_dense.shape),
-            "affect_bias": ((2,), self._affect_bias.shape),
+        self._check(dense, 2, {
             "mlp_hidden_weights": ((n_models, affect_in, hidden), self._mlp_hidden_weights.shape),
             "mlp_hidden_bias": ((n_models, hidden), self._mlp_hidden_bias.shape),
             "mlp_output_weights": ((n_models, hidden, 2), self._mlp_output_weights.shape),
@@ -344,8 +355,7 @@ class LocalClassifier(TrainedClassifier):
             "mlp_target_mean": ((2,), self._mlp_target_mean.shape),
             "mlp_target_scale": ((2,), self._mlp_target_scale.shape),
             "register_intensity": ((n_registers,), self._register_intensity.shape),
-        }
-        self._check(expected)
+        })
 
     @property
     def per_sentence(self) -> bool:

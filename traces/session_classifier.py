@@ -46,7 +46,6 @@ from traces.classifier import (
     EMBEDDING_DIMENSION,
     LINEAR_RANKS,
     Predictions,
-    Shapes,
     TrainedClassifier,
     VaderFeatures,
     WeightsFile,
@@ -218,24 +217,13 @@ class SessionClassifier(TrainedClassifier):
 
     def _check_shapes(self) -> None:
         n_registers = len(REGISTERS)
-        n_emotions = self._emotion28_weights.shape[1]
-        affect_in = DENSE_WIDTH + n_registers + n_emotions
         n_models, _, hidden = self._mlp_w1.shape
-        expected: Shapes = {
-            "idf": ((self._hashed_weights.shape[0],), self._idf.shape),
-            "hashed_weights": ((self._idf.shape[0], n_registers + 3), self._hashed_weights.shape),
-            "register_dense_weights": ((DENSE_WIDTH, n_registers), self._register_dense.shape),
-            "register_bias": ((n_registers,), self._register_bias.shape),
+        self._check(DENSE_WIDTH, 3, {
             "register_mlp_w1": ((n_models, DENSE_WIDTH, hidden), self._mlp_w1.shape),
             "register_mlp_b1": ((n_models, hidden), self._mlp_b1.shape),
             "register_mlp_w2": ((n_models, hidden, n_registers), self._mlp_w2.shape),
             "register_mlp_b2": ((n_models, n_registers), self._mlp_b2.shape),
-            "emotion28_weights": ((DENSE_WIDTH, n_emotions), self._emotion28_weights.shape),
-            "emotion28_bias": ((n_emotions,), self._emotion28_bias.shape),
-            "affect_dense_weights": ((affect_in, 3), self._affect_dense.shape),
-            "affect_bias": ((3,), self._affect_bias.shape),
-        }
-        self._check(expected)
+        })
 
     @property
     def per_sentence(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -184,20 +185,6 @@ def _school_only(match: re.Match[str], text: str) -> list[ExtractedFact]:
     return [_fact("user", "studies_at", org)] if org and _school(org) else []
 
 
-def _favourite_of(*, before: bool) -> Build:
-    def build(match: re.Match[str], text: str) -> list[ExtractedFact]:
-        return _favourite(match, text, before=before)
-
-    return build
-
-
-def _order_of(*, food: bool) -> Build:
-    def build(match: re.Match[str], text: str) -> list[ExtractedFact]:
-        return _usual_order(match, text, food=food)
-
-    return build
-
-
 def _rule(pattern: str, build: Build, *, negative: bool = False, general: bool = False,
           change: bool = False) -> _Rule:
     return _Rule(re.compile(pattern, re.I), build, negative, general, change)
@@ -358,11 +345,12 @@ _RULES: tuple[_Rule, ...] = (
     _rule(rf"\bmy\s+(?:usual|regular|go-to|go\s+to|standard|default|normal|typical)\s+(?:(?P<kind>coffee|starbucks|"
           rf"café|cafe|pub|bar|lunch|breakfast|takeaway|drinks?)\s+)?(?P<noun>order|drink|coffee)(?:'s|\s+is|\s+has\s+"
           rf"to\s+be|\s+will\s+always\s+be)\s+(?:always\s+|usually\s+|just\s+|still\s+)?(?P<item>[^.,!?;:()]{{1,50}}?)"
-          rf"{_ITEM_END}", _order_of(food=False)),
+          rf"{_ITEM_END}", functools.partial(_usual_order, food=False)),
     _rule(rf"{_I}\s+{_HABIT_ADV}(?:have|eat)\s+(?P<item>[^.,!?;:()]{{1,40}}?)\s+for\s+(?P<meal>breakfast|lunch|"
           r"dinner)\b(?!\s+(?:tonight|today|tomorrow|this|later|again|now)\b)", _meal),
     _rule(rf"{_I}\s+(?:always|usually|normally|generally|typically|tend\s+to)\s+(?:order|get|go\s+for|choose|pick|"
-          rf"have)\s+(?P<item>[^.,!?;:()]{{1,50}}?){_ITEM_END}", _order_of(food=True), general=True),
+          rf"have)\s+(?P<item>[^.,!?;:()]{{1,50}}?){_ITEM_END}",
+          functools.partial(_usual_order, food=True), general=True),
     _rule(rf"{_IM}\s+{_ADV}(?:more\s+of\s+)?(?:a|an)\s+(?:(?:big|huge|massive|real|total|bit\s+of\s+a)\s+)?"
           r"(?P<food>coffee|tea|wine|beer|whisky|whiskey|gin|chocolate|cheese|pizza|sushi|curry)\s+(?P<kind>person|"
           r"lover|addict|fanatic|snob|drinker)\b", _kind_of_person),
@@ -374,11 +362,12 @@ _RULES: tuple[_Rule, ...] = (
           rf"(?P<kind>(?:[a-z][\w-]*\s+){{0,2}}?[a-z][\w-]*)(?:\s+(?:of\s+all\s+time|ever|right\s+now|at\s+the\s+"
           rf"moment|these\s+days|lately))?(?:'s|\s+is|\s+has\s+to\s+be|\s+will\s+always\s+be|\s+has\s+always\s+been|"
           rf"\s+remains)\s+(?:still\s+|always\s+|definitely\s+|easily\s+|hands\s+down\s+)?(?P<value>[^.,!?;:()]{{1,60}}?)"
-          rf"{_TITLE_END}", _favourite_of(before=False)),
+          rf"{_TITLE_END}", functools.partial(_favourite, before=False)),
     _rule(rf"(?:^|(?<=[,;:]\s)|\b(?:and|but|so|plus)\s+)\W*(?P<value>(?:the\s+)?{_CAP}(?:\s+(?:(?:of|the|and|&|in|"
           rf"on|a)\s+)?{_CAP}){{0,5}}|[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?:is|are|'s|has\s+always\s+been|will\s+always\s+"
           rf"be)\s+(?:still\s+|definitely\s+|easily\s+)?my\s+(?:(?:all[\s-]time|absolute|very|personal|top|ultimate)"
-          rf"\s+)?{_FAVOURITE}\s+(?P<kind>(?:[a-z][\w-]*\s+){{0,2}}?[a-z][\w-]*){_END}", _favourite_of(before=True)),
+          rf"\s+)?{_FAVOURITE}\s+(?P<kind>(?:[a-z][\w-]*\s+){{0,2}}?[a-z][\w-]*){_END}",
+          functools.partial(_favourite, before=True)),
     _rule(rf"^\W*(?P<thing>[^.,!?;:()]{{1,60}}?)\s+(?:is|are|has\s+always\s+been|will\s+always\s+be)\s+(?:definitely\s+|"
           rf"totally\s+|easily\s+|still\s+)?my\s+(?:(?:all[\s-]time|absolute|very|personal|top|ultimate)\s+)?"
           rf"{_FAVOURITE}s?(?:\s+thing)?(?=\s*(?:[.,!;:)]|$))", _opinion("loves"), general=True),
