@@ -40,7 +40,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,6 +54,7 @@ from engine.transcripts.compare import MAX_REPLAY_TURNS, ReplayComparison, compa
 from engine.transcripts.model import Transcript
 
 log = logging.getLogger("feltsense.replays")
+_Model = TypeVar("_Model", Embedder, Classifier)
 
 REPLAY_TIMEOUT_S = 60.0
 """From admission to answer: three times the 18 s that 400 turns cost on issue 13's machine."""
@@ -147,45 +148,41 @@ def _check(deadline: float) -> None:
         raise ReplayDeadline
 
 
-class EmbedderWrapper:
+class _Wrapper(Generic[_Model]):
+    """What both wrappers hold: the wrapped model, and ``before`` (when given), called ahead of each of its calls."""
+
+    def __init__(self, inner: _Model, before: Callable[[], None] | None = None) -> None:
+        self._inner: _Model = inner
+        self._before = before
+
+    def _ahead(self) -> None:
+        if self._before is not None:
+            self._before()
+
+
+class EmbedderWrapper(_Wrapper[Embedder]):
     """An embedder that passes everything to ``inner``, calling ``before`` (when given) ahead of each ``embed``; a
     subclass may override ``embed`` to add to it (a memo, in the evaluations)."""
 
     def __init__(self, inner: Embedder, before: Callable[[], None] | None = None) -> None:
-        self._inner, self._before = inner, before
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
+        super().__init__(inner, before)
+        self.model_id, self.dimension = inner.model_id, inner.dimension
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        if self._before is not None:
-            self._before()
+        self._ahead()
         return self._inner.embed(texts)
 
 
-class ClassifierWrapper:
+class ClassifierWrapper(_Wrapper[Classifier]):
     """A classifier that passes everything to ``inner``, calling ``before`` (when given) ahead of each
     ``classify``; a subclass may override ``classify`` to add to it."""
 
     def __init__(self, inner: Classifier, before: Callable[[], None] | None = None) -> None:
-        self._inner, self._before = inner, before
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def per_sentence(self) -> bool:
-        return self._inner.per_sentence
+        super().__init__(inner, before)
+        self.name, self.per_sentence = inner.name, inner.per_sentence
 
     def classify(self, texts: Sequence[str], embeddings: NDArray[np.float32]) -> Sequence[TraceClassification]:
-        if self._before is not None:
-            self._before()
+        self._ahead()
         return self._inner.classify(texts, embeddings)
 
 

@@ -184,20 +184,20 @@ def _add_facts_eval(eval_commands: Commands) -> None:
     # eval.facts_eval imports the engine: its defaults are resolved in the handler, so the parser stays instant.
     facts = add_command(
         eval_commands, "facts",
-        "the fact extractor on LoCoMo: v1 and v2 recall of its observations, sample precision",
-        "Run the frozen v1 fact extractor and the current one over every LoCoMo turn and report, for each, "
-        "recall of LoCoMo's own observations (all, and those of the kinds facts are for) on conversations 0-4 "
-        "(tuned on) and 5-9 (held out), and precision on the hand-checked sample. Exit status 2 when the data "
-        "is missing.",
+        "the fact extractor on LoCoMo: recall of its observations, sample precision",
+        "Run the current fact extractor (v2) over every LoCoMo turn and report recall of LoCoMo's own "
+        "observations (all, and those of the kinds facts are for) on conversations 0-4 (tuned on) and 5-9 "
+        "(held out), and precision on the hand-checked sample (v2's own rows, and the retired v1's). Exit "
+        "status 2 when the data is missing.",
         handle_eval_facts,
     )
     add_data(facts, "the LoCoMo folder or its locomo10.json", "../shared/data/locomo")
     facts.add_argument("--sample", type=Path, metavar="FILE",
                        help="the hand-checked precision sample (JSON lines; default "
                             "eval/data/facts_precision_sample.jsonl)")
-    facts.add_argument("--draw-sample", type=int, nargs=2, metavar=("V1", "V2"),
-                       help="draw this many facts of v1's and of v2's (eval.facts_eval.SAMPLE_SEED) into --sample for "
-                            "judging by hand, keeping the judgements already there; then report")
+    facts.add_argument("--draw-sample", type=int, metavar="N",
+                       help="draw N facts of v2's (eval.facts_eval.SAMPLE_SEED) into --sample for judging by hand, "
+                            "keeping the judgements already there and v1's rows; then report")
     add_json_file(facts)
 
 
@@ -221,7 +221,7 @@ def handle_eval_facts(args: argparse.Namespace, runtime: Runtime) -> int:
         if args.draw_sample is not None:
             conversations = load(args.data)
             found = {name: extractions(conversations, extract) for name, extract in EXTRACTORS.items()}
-            sizes = dict(zip(EXTRACTORS, args.draw_sample, strict=True))
+            sizes = dict.fromkeys(EXTRACTORS, args.draw_sample)
             write_sample(draw_sample(found, sizes, read_sample(sample)), sample)
         return evaluate(args.data, sample)
 

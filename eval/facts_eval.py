@@ -1,6 +1,9 @@
 """The fact extractor on LoCoMo (``feltsense eval facts``): recall of LoCoMo's own observations, and precision on a
-hand-checked sample, for the frozen v1 extractor (``eval.baselines.facts_v1``) and the current one
-(``traces.facts``) in the same run.
+hand-checked sample, for the current extractor (``traces.facts``, v2).
+
+The frozen v1 extractor it used to be printed beside is retired; its figures, in the README, were measured by this
+command at the commit the README cites. Its hand-judged rows stay in the sample (``extractor: "v1"``), and v2 is
+still scored on them ("v2 on v1's sample"), which needs only the rows.
 
 LoCoMo (snap-research/LoCoMo, ``locomo10.json``) is evaluation only: nothing here is fitted on it. Each sample's
 ``observation`` lists, per session and per speaker, what that speaker said about themselves, each with the ids of
@@ -17,8 +20,8 @@ What is measured:
   key words, stemmed, are among the observation's content words. A fact's key words are the words of what it is
   about and of its value, without the server's own vocabulary: for "The user loves "jazz"." they are {jazz}; for
   "The user's dog is called "Luna"." {dog, luna}; for "The user works at "Orbit Foods"." {orbit, foods}; for "The
-  user is married." {married}. This is a lenient match (one word of a two-word fact will do), applied equally to
-  both extractors; precision is measured separately, by hand.
+  user is married." {married}. This is a lenient match (one word of a two-word fact will do), the same one v1 was
+  measured with; precision is measured separately, by hand.
 - **Kinds.** Recall is reported over every observation, and over the observations of the kinds facts are for
   (``FACT_KINDS``: work, school, home, relationships and family, pets, likes and dislikes, food and drink, habits
   and routines, birthdays), chosen by a fixed keyword list over the observation's text, written before the
@@ -29,7 +32,7 @@ What is measured:
   extractor's extractions over all ten conversations, each judged by hand against its turn (``correct``, with a
   short reason). An extractor's precision is the share judged correct among the sampled facts of its own that it
   still produces: a fact it no longer extracts is reported as gone, not counted. ``--draw-sample`` draws a new
-  sample (keeping the judgements already made) for a person to judge.
+  sample of v2's facts (keeping the judgements already made, and v1's rows) for a person to judge.
 """
 
 from __future__ import annotations
@@ -52,18 +55,18 @@ from engine.domain.vocabulary import (
     TASTE_STANCES,
     ended_value,
 )
-from eval.baselines import facts_v1
-from eval.locomo import split_evidence
+from eval.locomo import LOCOMO_FILE, split_evidence
 from traces import facts as facts_v2
 
 Extractor = Callable[[str], Sequence[ExtractedFact]]
-EXTRACTORS: dict[str, Extractor] = {"v1": facts_v1.extract, "v2": facts_v2.extract}
+EXTRACTORS: dict[str, Extractor] = {"v2": facts_v2.extract}
+RETIRED = "v1"
+"""The retired extractor, whose judged rows the sample still holds: v2 is scored on them too."""
 TUNE = range(0, 5)
 HELD_OUT = range(5, 10)
 HALVES = {"tune (conversations 0-4)": TUNE, "held out (conversations 5-9)": HELD_OUT}
 SAMPLE_SEED = 14
 DEFAULT_SAMPLE = Path(__file__).parent / "data" / "facts_precision_sample.jsonl"
-LOCOMO_FILE = "locomo10.json"
 
 # The kinds of observation facts are for, by keyword, case-insensitive, whole words. Written from the issue's list
 # of kinds before the extractor was tuned, and not changed since.
@@ -309,9 +312,10 @@ def read_sample(path: Path) -> list[dict[str, Any]]:
 def draw_sample(found: Mapping[str, Mapping[tuple[int, str], Sequence[ExtractedFact]]], sizes: Mapping[str, int],
                 existing: Sequence[Mapping[str, Any]], seed: int = SAMPLE_SEED) -> list[dict[str, Any]]:
     """``sizes[extractor]`` facts drawn from each extractor's own extractions with a fixed seed, judged rows kept
-    (a row already in ``existing`` keeps its judgement); new rows have ``correct: null`` for a person to fill."""
+    (a row already in ``existing`` keeps its judgement); new rows have ``correct: null`` for a person to fill.
+    The rows of an extractor not drawn (the retired v1's) are kept as they are, first."""
     judged = {sample_key(row): row for row in existing}
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = [dict(row) for row in existing if row["extractor"] not in sizes]
     for name, size in sizes.items():
         pool = sorted(((c, t, f) for (c, t), facts in found[name].items() for f in facts),
                       key=lambda x: (x[0], _turn_order(x[1]), x[2].subject, x[2].relation, x[2].value))
@@ -332,7 +336,7 @@ def _turn_order(dia_id: str) -> tuple[int, int]:
 def measure_precision(rows: Sequence[Mapping[str, Any]],
                       found: Mapping[str, Mapping[tuple[int, str], Sequence[ExtractedFact]]]) -> dict[str, Any]:
     """Per extractor, over its own sampled rows that are judged: how many it still produces, and of those how
-    many are correct, overall and by half. ``v2_on_v1_sample``: the same for v2 over v1's rows v2 produces."""
+    many are correct, overall and by half. ``v2_on_v1_sample``: the same for v2 over the retired v1's rows."""
     def score(name: str, sampled: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         produced = [r for r in sampled if any((f.subject, f.relation, f.value) == (r["subject"], r["relation"],
                                                                                     r["value"])
@@ -347,8 +351,9 @@ def measure_precision(rows: Sequence[Mapping[str, Any]],
 
     judged = [r for r in rows if r.get("correct") is not None]
     result: dict[str, Any] = {name: score(name, [r for r in judged if r["extractor"] == name]) for name in found}
-    if "v1" in found and "v2" in found:
-        result["v2_on_v1_sample"] = score("v2", [r for r in judged if r["extractor"] == "v1"])
+    retired = [r for r in judged if r["extractor"] == RETIRED]
+    if "v2" in found and retired:
+        result["v2_on_v1_sample"] = score("v2", retired)
     result["unjudged"] = sum(1 for r in rows if r.get("correct") is None)
     return result
 

@@ -1,4 +1,4 @@
-"""``feltsense eval facts`` on a tiny LoCoMo-shaped file (made-up lines): both extractors, both halves, precision."""
+"""``feltsense eval facts`` on a tiny LoCoMo-shaped file (made-up lines): the extractor, both halves, precision."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def tiny_locomo(path: Path) -> Path:
     return path
 
 
-def test_it_prints_v1_and_v2_recall_for_both_halves_and_sample_precision(
+def test_it_prints_v2_recall_for_both_halves_and_sample_precision(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = tiny_locomo(tmp_path / "locomo10.json")
@@ -66,21 +66,21 @@ def test_it_prints_v1_and_v2_recall_for_both_halves_and_sample_precision(
     out = capsys.readouterr().out
     assert status == 0, out
     assert "tune (conversations 0-4)" in out and "held out (conversations 5-9)" in out
-    header = next(line for line in out.splitlines() if line.strip().startswith("v1"))
-    assert header.split() == ["v1", "v2"]
+    header = next(line for line in out.splitlines() if line.strip().startswith("v2"))
+    assert header.split() == ["v2"]  # the retired v1 is not run
     report = json.loads(out_json.read_text())
     recall = report["recall"]
     for half in ("tune (conversations 0-4)", "held out (conversations 5-9)"):
-        # v1 finds jazz and the coffee; v2 also finds the new job. Nobody takes the friend's job for Bo's.
-        assert recall["v1"][half]["recall_all"] == {"observations": 25, "recalled": 10, "recall": 40.0}
+        # v2 finds jazz, the coffee and the new job; it does not take the friend's job for Bo's.
         assert recall["v2"][half]["recall_all"] == {"observations": 25, "recalled": 15, "recall": 60.0}
         assert recall["v2"][half]["recall_fact_kinds"]["observations"] == 20  # "went to a concert" is no kind
     precision = report["precision"]
     assert precision["v2"]["sampled"] == 3 and precision["v2"]["produced"] == 2  # the friend's job is not produced
     assert precision["v2"]["all"]["precision"] == 1.0
-    assert precision["v1"]["all"] == {"produced": 1, "correct": 1, "precision": 1.0}
-    assert precision["v2_on_v1_sample"]["produced"] == 0  # v2 says coffee is a preference, not a routine
-    assert "v1: 1.000 (1/1)" in out and "v2: 1.000 (2/2)" in out
+    assert "v1" not in precision and "v1" not in recall
+    # v1's judged row is still scored for v2, from the row alone: v2 says coffee is a preference, not a routine
+    assert precision["v2_on_v1_sample"]["sampled"] == 1 and precision["v2_on_v1_sample"]["produced"] == 0
+    assert "v2: 1.000 (2/2)" in out and "v2 on v1's sample: n/a of the 0 it still produces (1 sampled)" in out
 
 
 def test_drawing_a_sample_keeps_the_judgements_and_leaves_new_rows_to_judge(
@@ -88,16 +88,20 @@ def test_drawing_a_sample_keeps_the_judgements_and_leaves_new_rows_to_judge(
 ) -> None:
     data = tiny_locomo(tmp_path / "locomo10.json")
     judged = tmp_path / "sample.jsonl"
-    assert main(["eval", "facts", "--data", str(data), "--sample", str(judged), "--draw-sample", "3", "4"]) == 0
+    v1_row = {"extractor": "v1", "conversation": 1, "turn": "D1:3", "subject": "coffee", "relation": "routine",
+              "value": "with oat milk and one sugar", "fact": "…", "correct": True, "reason": "said so"}
+    judged.write_text(json.dumps(v1_row) + "\n", encoding="utf-8")
+    assert main(["eval", "facts", "--data", str(data), "--sample", str(judged), "--draw-sample", "4"]) == 0
     rows = [json.loads(line) for line in judged.read_text().splitlines()]
-    assert [r["extractor"] for r in rows].count("v1") == 3 and [r["extractor"] for r in rows].count("v2") == 4
-    assert all(r["correct"] is None for r in rows)
-    rows[0]["correct"], rows[0]["reason"] = True, "checked"
+    assert rows[0] == v1_row  # the retired extractor's judged rows are kept, not redrawn
+    assert [r["extractor"] for r in rows[1:]] == ["v2"] * 4
+    assert all(r["correct"] is None for r in rows[1:])
+    rows[1]["correct"], rows[1]["reason"] = True, "checked"
     judged.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert main(["eval", "facts", "--data", str(data), "--sample", str(judged), "--draw-sample", "3", "4"]) == 0
+    assert main(["eval", "facts", "--data", str(data), "--sample", str(judged), "--draw-sample", "4"]) == 0
     again = [json.loads(line) for line in judged.read_text().splitlines()]
     assert again == rows  # the same seed draws the same facts, and the judgement stays
-    assert "6 sampled facts not judged yet" in capsys.readouterr().out
+    assert "3 sampled facts not judged yet" in capsys.readouterr().out
 
 
 def test_missing_data_is_an_invalid_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
