@@ -1,5 +1,8 @@
 """The Litestar app: thin handlers over ``engine.service.Engine``; no business logic lives here.
 
+Handlers answer with the wire models of ``feltsense_client.models`` (or the API's own views), never the engine's
+types: ``api.wire.to_wire`` converts at the boundary, so a change to the engine is not a change to the contract.
+
 Every error leaves as RFC 9457 problem details (``application/problem+json``); request validation errors are 422
 and name the offending field.
 """
@@ -16,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
+from feltsense_client.models import CloseReport, CompactRecall, IngestReport, JobState, JobStatus, RecallResult
 from litestar import Litestar, Request, Response, get, post
 from litestar.di import Provide
 from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
@@ -23,7 +27,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody, Parameter
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
-from api.auth import KeyStore, scoped, unscoped
+from api.auth import KeyStore
 from api.boundary import (
     AUTHENTICATED,
     PROBLEM_JSON,
@@ -33,6 +37,7 @@ from api.boundary import (
     RoundedJSON,
     problems,
     recall_answer,
+    user_partition,
 )
 from api.dependencies import EngineDep, JobsDep, OptionalJobsDep, PrincipalDep
 from api.docs import bearer_documented, docs_routes, openapi_config
@@ -40,9 +45,10 @@ from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
 from api.resolutions import resolution_routes
 from api.security import authenticator, require
-from api.tenancy import scope_query, scope_turn, unscope_result
+from api.tenancy import scope_query, scope_turn, scoped, unscope_result, unscoped
 from api.tuning import tuning_routes
 from api.tuning_page import tuning_page
+from api.wire import to_wire
 from engine import Engine
 from engine.domain.errors import (
     BackendRejected,
@@ -56,18 +62,10 @@ from engine.domain.errors import (
     InvalidInput,
     NotFound,
 )
-from engine.domain.models import (
-    AwareDatetime,
-    CloseReport,
-    CompactRecall,
-    Identifier,
-    IngestReport,
-    RecallQuery,
-    RecallResult,
-    Turn,
-)
+from engine.domain.models import AwareDatetime, Identifier, RecallQuery, Turn
 from engine.domain.ports import ProfileStore
-from engine.jobs import FINISHED, JobQueue, JobState, JobStatus, write_job_id
+from engine.jobs import FINISHED, JobQueue, write_job_id
+from engine.jobs import JobState as QueuedJob
 from engine.replay_runner import ReplayRunner, ThreadWorkers
 from engine.settings import DEFAULT_TRANSCRIPT_DIRS
 
@@ -247,7 +245,7 @@ def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Res
 def ingest_turns(data: JSONBody[TurnBatch], engine: EngineDep, principal: PrincipalDep) -> IngestReport:
     require(principal, "runtime")
     try:
-        return engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
+        return to_wire(IngestReport, engine.ingest([scope_turn(principal.org, turn) for turn in data.turns]))
     except (Conflict, Gone) as exc:  # name the caller's ids, not the organisation-scoped ones the engine stores
         message = str(exc).replace(f"'{scoped(principal.org, '')}", "'")
         ids = tuple(unscoped(principal.org, i) for i in exc.ids)
@@ -264,7 +262,7 @@ def close_session(
     require(principal, "runtime")
     closed_at: datetime | None = data.closed_at if data else None
     report = engine.close_session(scoped(principal.org, session_id), closed_at=closed_at)
-    return report.model_copy(update={"session_id": session_id})
+    return to_wire(CloseReport, report.model_copy(update={"session_id": session_id}))
 
 
 @post("/v1/recall", status_code=200, sync_to_thread=True,
@@ -353,14 +351,14 @@ async def enqueue_close(
         state = await jobs.state(job_id)
     if state.status == "unknown":  # an arq job may have run and expired already; it was queued just now
         state = state.model_copy(update={"status": "queued"})
+    report = to_wire(CloseReport, state.report.model_copy(update={"session_id": session_id})) if state.report else None
     done = CloseQueued(session_id=session_id, job_id=job_id, queued=state.status not in FINISHED,
-                       status=state.status, traces_pending=pending,
-                       report=state.report.model_copy(update={"session_id": session_id}) if state.report else None)
+                       status=state.status, traces_pending=pending, report=report)
     return Response(done, status_code=200 if wait and state.status in FINISHED and not pending else 202)
 
 
 async def _wait_for(engine: Engine, jobs: JobQueue, session_id: str, closed_at: datetime, job_id: str,
-                    timeout_s: float) -> tuple[JobState, int]:
+                    timeout_s: float) -> tuple[QueuedJob, int]:
     """Poll until the job has finished and the session has no pending trace, or until ``timeout_s``. A job that
     finished before this close's new turns (the pass was already running, or arq still held a finished job's id)
     leaves them pending: it is queued once more, which the in-process queue takes; else the retry writes them."""
@@ -389,7 +387,7 @@ async def job_status(job_id: FromPath[str], jobs: OptionalJobsDep, principal: Pr
     if state.report is not None:
         state = state.model_copy(update={"report": state.report.model_copy(
             update={"session_id": unscoped(principal.org, state.report.session_id)})})
-    return state
+    return to_wire(JobState, state)
 
 
 async def _ready_check(name: str, check: Callable[[], Awaitable[object]]) -> tuple[str, str]:
@@ -463,6 +461,7 @@ def create_app(
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=False),
+            "partition": Provide(user_partition, sync_to_thread=False),
             "tuning": Provide(lambda: tuning, use_cache=True, sync_to_thread=False),
             "jobs": Provide(lambda: jobs, use_cache=True, sync_to_thread=False),
             "transcript_dirs": Provide(lambda: dirs, use_cache=True, sync_to_thread=False),

@@ -17,7 +17,8 @@ Keys are random 32-byte secrets shown once (``fs_<key id>_<secret>``); only a SH
 A fast hash is right here because the secret is random and long, unlike a password: there is nothing to guess.
 
 Tenancy is enforced by construction: every character, session and turn id a key sends is namespaced with the
-key's organisation before it reaches the engine (``scoped``), so no request can name another organisation's data.
+key's organisation before it reaches the engine (``api.tenancy.scoped``), so no request can name another
+organisation's data.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from typing import Literal, Protocol
 Role = Literal["runtime", "director", "evaluator", "admin", "operator"]
 ROLES: tuple[Role, ...] = ("runtime", "director", "evaluator", "admin", "operator")
 ORG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
-SEPARATOR = ":"  # organisations never contain it, so the first one ends the organisation
+"""An organisation is a namespace of the engine's, so it never contains the namespace separator ``:`` and fits
+``NAMESPACE_MAX_CHARS`` with it."""
 DEV_ORG = "dev"
 DEV_LABEL = "development key"
 DEV_KEY_FILE = "dev-key"
@@ -70,16 +72,6 @@ class DevelopmentKey:
     key_id: str
     token: str | None
     revoked_at: str | None
-
-
-def scoped(org: str, value: str) -> str:
-    """An id as the engine stores it: namespaced with the organisation."""
-    return f"{org}{SEPARATOR}{value}"
-
-
-def unscoped(org: str, value: str) -> str:
-    prefix = f"{org}{SEPARATOR}"
-    return value[len(prefix):] if value.startswith(prefix) else value
 
 
 class KeyStore(Protocol):

@@ -16,7 +16,9 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from feltsense_client.models import CompactRecall, RecallDetail, RecallResult
 from litestar import Response
+from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Operation, RequestBody
 from litestar.params import PathParameter, QueryParameter
@@ -24,7 +26,12 @@ from litestar.serialization import decode_json, default_serializer, encode_json
 from litestar.types import Serializer
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.domain.models import IDENTIFIER_MAX_CHARS, IDENTIFIER_PATTERN, CompactRecall, RecallDetail, RecallResult
+from api.compact import compact_recall
+from api.dependencies import PrincipalDep
+from api.tenancy import scope_partition
+from api.wire import to_wire
+from engine.domain.models import IDENTIFIER_MAX_CHARS, IDENTIFIER_PATTERN, Partition
+from engine.domain.models import RecallResult as EngineRecallResult
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -35,6 +42,16 @@ IdPath = Annotated[str, PathParameter(**_ID)]
 CharacterQuery = Annotated[str, QueryParameter(**_ID, description="the character the memory belongs to (e.g. ava)")]
 UserQuery = Annotated[str, QueryParameter(
     **_ID, description="the user whose memory it is (e.g. tester-1): another user's memory id answers 404")]
+
+
+def user_partition(principal: PrincipalDep, character_id: CharacterQuery, user_id: UserQuery) -> Partition:
+    """The partition a route about one user's memories names: ``character_id`` and ``user_id`` of the query,
+    in the caller's organisation. Registered as the ``partition`` dependency (``UserPartitionDep``)."""
+    return scope_partition(principal.org, character_id, user_id)
+
+
+UserPartitionDep = NamedDependency[Partition]
+"""``partition``: one user's memories with one character, from the ``character_id`` and ``user_id`` queries."""
 
 
 class FieldError(BaseModel):
@@ -131,6 +148,8 @@ DetailQuery = Annotated[RecallDetail, QueryParameter(
 )]
 
 
-def recall_answer(result: RecallResult, detail: RecallDetail) -> CompactRecall | RecallResult:
-    """What a recall endpoint sends for ``detail``."""
-    return result if detail == "full" else CompactRecall.from_result(result)
+def recall_answer(result: EngineRecallResult, detail: RecallDetail) -> CompactRecall | RecallResult:
+    """What a recall endpoint sends for ``detail``, as the wire models (``api.wire``)."""
+    if detail == "full":
+        return to_wire(RecallResult, result)
+    return compact_recall(result)

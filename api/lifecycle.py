@@ -8,34 +8,30 @@ Who may act on which level:
 | ``canon`` (the character's own lore) | every role | director, admin |
 | ``shared`` (the organisation's) | every role | admin (a director's shared fact lands provisional) |
 
-A fact's status is computed server-side (``engine.facts.status_for``); callers never send one.
+A fact's status is computed server-side (``engine.facts.status_for``); callers never send one. A key's role
+decides on whose authority it writes (``WRITERS``): a runtime relays the user's own words, a director writes as the
+character's author, an admin as the organisation; evaluators and operators write none.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from feltsense_client.models import AuditEvent, ErasureReceipt, FactWrite, MemoryState, ReviewItem, SweepReport
 from litestar import delete, get, post, put
 from litestar.params import FromPath, FromQuery, JSONBody, Parameter, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import Principal, Role, scoped, unscoped
+from api.auth import Principal, Role
 from api.boundary import AUTHENTICATED, WITH_BODY, IdPath, IdQuery, OptionalIdQuery, problems
 from api.dependencies import EngineDep, PrincipalDep
 from api.security import OPERATOR_ROUTE, require
-from api.tenancy import unscope_memory
-from engine import ErasureReceipt, FactWrite, SweepReport, stored_sentence
+from api.tenancy import scoped, unscope_memory, unscoped
+from api.wire import to_wire
+from engine import Writer, may_write, stored_sentence
 from engine.domain.errors import Forbidden, InvalidInput
-from engine.domain.models import (
-    AuditEvent,
-    ExtractedFact,
-    Identifier,
-    Memory,
-    MemoryState,
-    Partition,
-    ReviewItem,
-    Scope,
-)
+from engine.domain.models import ExtractedFact, Identifier, Memory, Partition, Scope
+from engine.domain.models import ReviewItem as EngineReviewItem
 from engine.domain.scopes import partition_for
 
 READ_ROLES: dict[Scope, tuple[Role, ...]] = {
@@ -105,6 +101,10 @@ class PinRequest(BaseModel):
     pinned: bool
 
 
+WRITERS: dict[Role, Writer] = {"runtime": "user", "director": "author", "admin": "organisation"}
+"""The engine's writer each role writes facts as (``engine.facts.STATUS_MATRIX`` decides what each may write)."""
+
+
 class Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
     decision: Literal["kept", "rejected", "reverted"]
@@ -114,21 +114,22 @@ class Decision(BaseModel):
       summary="Write an atomic fact: supersedes its slot's current fact, dedups identical content",
       responses=problems(*WITH_BODY))
 def write_fact(data: JSONBody[FactRequest], engine: EngineDep, principal: PrincipalDep) -> FactWrite:
-    role = principal.role
-    if role == "evaluator":
-        raise Forbidden("an evaluator key is read-only")
-    if role == "operator":  # the authenticator refuses it before this; the check narrows the role to an Actor
-        raise Forbidden("an operator key may not write facts")
+    writer = WRITERS.get(principal.role)
+    if writer is None:
+        raise Forbidden("an evaluator key is read-only" if principal.role == "evaluator"
+                        else f"an {principal.role} key may not write facts")
+    if not may_write(writer, data.scope):
+        raise Forbidden(f"a {principal.role} key may not write {data.scope} facts")
     if data.scope == "user" and data.user_id is None:
         raise InvalidInput("user_id is required for the user level", field="user_id")
     subject = data.subject.strip().lower()
-    return engine.write_fact(
+    return to_wire(FactWrite, engine.write_fact(
         ExtractedFact(subject=subject, relation=data.relation, value=data.value,
-                      sentence=stored_sentence(subject, data.relation, data.value, said=data.sentence, actor=role)),
+                      sentence=stored_sentence(subject, data.relation, data.value, said=data.sentence, writer=writer)),
         scope=data.scope, character_id=scoped(principal.org, data.character_id),
-        user_id=data.user_id if data.scope == "user" else None, actor=role,
-        source="director" if role in ("director", "admin") else "user_stated",
-    )
+        user_id=data.user_id if data.scope == "user" else None, writer=writer, actor=principal.actor,
+        source="director" if writer in ("author", "organisation") else "user_stated",
+    ))
 
 
 @get("/v1/facts", sync_to_thread=True, summary="One level's facts with their status and strength signals",
@@ -142,7 +143,7 @@ def list_facts(
     scope = level  # "scope" is the query parameter's name; Litestar reserves it for the ASGI scope
     require(principal, *READ_ROLES[scope])
     partition = _partition(principal, scope, character_id, user_id)
-    return [FactView(fact=unscope_memory(principal.org, fact), state=state)
+    return [FactView(fact=unscope_memory(principal.org, fact), state=to_wire(MemoryState, state))
             for fact, state in engine.list_facts(scope, partition.character_id, user_id if scope == "user" else None)
             if status is None or state.status == status]
 
@@ -152,16 +153,16 @@ def list_facts(
       responses=problems(*AUTHENTICATED, 404))
 def archive_memory(memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
                    user_id: OptionalIdQuery = None) -> StateView:
-    return StateView(memory_id=memory_id, state=engine.archive(
-        memory_id, _changeable(principal, character_id, user_id), actor=principal.actor))
+    return StateView(memory_id=memory_id, state=to_wire(MemoryState, engine.archive(
+        memory_id, _changeable(principal, character_id, user_id), actor=principal.actor)))
 
 
 @post("/v1/memories/{memory_id:str}/restore", status_code=200, sync_to_thread=True,
       summary="Bring an archived memory back into recall as it was", responses=problems(*AUTHENTICATED, 404))
 def restore_memory(memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
                    user_id: OptionalIdQuery = None) -> StateView:
-    return StateView(memory_id=memory_id, state=engine.restore(
-        memory_id, _changeable(principal, character_id, user_id), actor=principal.actor))
+    return StateView(memory_id=memory_id, state=to_wire(MemoryState, engine.restore(
+        memory_id, _changeable(principal, character_id, user_id), actor=principal.actor)))
 
 
 @post("/v1/memories/{memory_id:str}/pin", status_code=200, sync_to_thread=True,
@@ -170,8 +171,8 @@ def restore_memory(memory_id: FromPath[str], engine: EngineDep, principal: Princ
 def pin_memory(memory_id: FromPath[str], data: JSONBody[PinRequest], engine: EngineDep, principal: PrincipalDep,
                character_id: IdQuery, user_id: OptionalIdQuery = None) -> StateView:
     partitions = _changeable(principal, character_id, user_id)
-    return StateView(memory_id=memory_id, state=engine.pin(memory_id, partitions, pinned=data.pinned,
-                                                           actor=principal.actor))
+    return StateView(memory_id=memory_id, state=to_wire(MemoryState, engine.pin(
+        memory_id, partitions, pinned=data.pinned, actor=principal.actor)))
 
 
 @delete("/v1/users/{user_id:str}", status_code=200, sync_to_thread=True,
@@ -181,8 +182,8 @@ def erase_user(user_id: IdPath, engine: EngineDep, principal: PrincipalDep, char
                strict: bool = Parameter(default=False, description="drop names from the audit trail too")
                ) -> ErasureReceipt:
     require(principal, "runtime")
-    return engine.erase_user(scoped(principal.org, character_id), user_id, strict=strict,
-                             actor=principal.actor)
+    return to_wire(ErasureReceipt, engine.erase_user(scoped(principal.org, character_id), user_id, strict=strict,
+                                                     actor=principal.actor))
 
 
 @get("/v1/review", sync_to_thread=True, summary="Consolidation proposals waiting for (or given) a decision",
@@ -210,8 +211,8 @@ def _public(principal: Principal, key: str) -> str:
     return "/".join(unscoped(principal.org, part) for part in key.split("\x1f"))
 
 
-def _unscope_item(principal: Principal, item: ReviewItem) -> ReviewItem:
-    return item.model_copy(update={"partition": _public(principal, item.partition)})
+def _unscope_item(principal: Principal, item: EngineReviewItem) -> ReviewItem:
+    return to_wire(ReviewItem, item.model_copy(update={"partition": _public(principal, item.partition)}))
 
 
 @get("/v1/audit", sync_to_thread=True,
@@ -224,7 +225,7 @@ def audit_trail(engine: EngineDep, principal: PrincipalDep, character_id: IdQuer
     require(principal, *READ_ROLES[scope])
     partition = _partition(principal, scope, character_id, user_id)
     events = engine.audit_trail(partition)
-    return [e.model_copy(update={"partition": _public(principal, e.partition)}) for e in events]
+    return [to_wire(AuditEvent, e.model_copy(update={"partition": _public(principal, e.partition)})) for e in events]
 
 
 @post("/v1/maintenance/sweep", status_code=200, sync_to_thread=True,
@@ -234,8 +235,8 @@ def audit_trail(engine: EngineDep, principal: PrincipalDep, character_id: IdQuer
 def sweep(engine: EngineDep, principal: PrincipalDep) -> SweepReport:
     require(principal, "admin", "operator")
     if principal.role == "operator":
-        return engine.sweep()
-    return engine.sweep(namespace=scoped(principal.org, ""))
+        return to_wire(SweepReport, engine.sweep())
+    return to_wire(SweepReport, engine.sweep(namespace=scoped(principal.org, "")))
 
 
 @put("/v1/characters/{character_id:str}/canon/{record_id:str}", status_code=200, sync_to_thread=True,
@@ -247,7 +248,7 @@ def put_canon(character_id: IdPath, record_id: IdPath, data: JSONBody[CanonRecor
     memory = engine.write_canon(scoped(principal.org, character_id), record_id, data.text,
                                 actor=principal.actor)
     state = engine.states([memory.memory_id])[memory.memory_id]
-    return FactView(fact=unscope_memory(principal.org, memory), state=state)
+    return FactView(fact=unscope_memory(principal.org, memory), state=to_wire(MemoryState, state))
 
 
 lifecycle_routes = [put_canon, write_fact, list_facts, archive_memory, restore_memory, pin_memory, erase_user,

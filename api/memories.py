@@ -8,17 +8,19 @@ answers has 4 decimal places (``api.boundary.RoundedJSON``).
 
 from __future__ import annotations
 
+from feltsense_client.models import CompactRecall, ErasureReceipt, MemoryState, RecallMode, RecallResult, Trace
 from litestar import delete, get
 from litestar.params import FromPath, Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.boundary import AUTHENTICATED, CharacterQuery, DetailQuery, RoundedJSON, UserQuery, problems, recall_answer
+from api.boundary import AUTHENTICATED, DetailQuery, RoundedJSON, UserPartitionDep, problems, recall_answer
 from api.dependencies import EngineDep, PrincipalDep
 from api.security import require
-from api.tenancy import scope_partition, unscope_memory, unscope_result
-from engine import ErasureReceipt, Found
+from api.tenancy import unscope_memory, unscope_result
+from api.wire import to_wire, to_wire_or_none
+from engine import Found
 from engine.domain.errors import InvalidInput
-from engine.domain.models import CompactRecall, Memory, MemoryState, RecallMode, RecallResult, Trace
+from engine.domain.models import Memory
 
 MAX_PAGE = 200
 """The most memories one page lists (``limit``)."""
@@ -64,8 +66,9 @@ class MemoryPage(BaseModel):
 
 
 def _view(org: str, found: Found) -> MemoryView:
-    return MemoryView(memory=unscope_memory(org, found.memory), trace=found.trace, state=found.state,
-                      faded=found.faded, strength=found.strength, relevance=found.relevance)
+    return MemoryView(memory=unscope_memory(org, found.memory), trace=to_wire_or_none(Trace, found.trace),
+                      state=to_wire(MemoryState, found.state), faded=found.faded, strength=found.strength,
+                      relevance=found.relevance)
 
 
 @get("/v1/memories", sync_to_thread=True,
@@ -74,8 +77,7 @@ def _view(org: str, found: Found) -> MemoryView:
 def list_memories(
     engine: EngineDep,
     principal: PrincipalDep,
-    character_id: CharacterQuery,
-    user_id: UserQuery,
+    partition: UserPartitionDep,
     q: str | None = Parameter(
         default=None, max_length=2000,
         description="search text: this user's own memories that match it, best match first, faded and archived "
@@ -89,7 +91,6 @@ def list_memories(
                                   "a search (q) finds them unless false"),
 ) -> MemoryPage:
     require(principal, "runtime", "evaluator")
-    partition = scope_partition(principal.org, character_id, user_id)
     if q:
         if offset:
             raise InvalidInput("offset pages the listing; a search (q) answers its best limit matches in one page",
@@ -109,35 +110,31 @@ def list_memories(
 @get("/v1/memories/{memory_id:str}", sync_to_thread=True, summary="One memory with its trace",
      responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_memory(
-    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
-    user_id: UserQuery
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, partition: UserPartitionDep
 ) -> MemoryView:
     require(principal, "runtime", "evaluator")
-    memory, trace = engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))
-    return MemoryView(memory=unscope_memory(principal.org, memory), trace=trace)
+    memory, trace = engine.memory(memory_id, partition)
+    return MemoryView(memory=unscope_memory(principal.org, memory), trace=to_wire_or_none(Trace, trace))
 
 
 @get("/v1/memories/{memory_id:str}/trace", sync_to_thread=True, summary="A memory's trace",
      responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_trace(
-    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
-    user_id: UserQuery
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, partition: UserPartitionDep
 ) -> Trace | None:
     require(principal, "runtime", "evaluator")
-    return engine.memory(memory_id, scope_partition(principal.org, character_id, user_id))[1]
+    return to_wire_or_none(Trace, engine.memory(memory_id, partition)[1])
 
 
 @delete("/v1/memories/{memory_id:str}", status_code=200, sync_to_thread=True,
         summary="Erase one memory with its trace, facts, vector and lexical entries; returns a receipt",
         responses=problems(*AUTHENTICATED, 404))
 def delete_memory(
-    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
-    user_id: UserQuery,
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, partition: UserPartitionDep,
     strict: bool = Parameter(default=False, description="drop names from the audit trail too"),
 ) -> ErasureReceipt:
     require(principal, "runtime")
-    return engine.forget(memory_id, scope_partition(principal.org, character_id, user_id), strict=strict,
-                         actor=principal.actor)
+    return to_wire(ErasureReceipt, engine.forget(memory_id, partition, strict=strict, actor=principal.actor))
 
 
 @get("/v1/recalls/{recall_id:str}", sync_to_thread=True,
@@ -145,13 +142,11 @@ def delete_memory(
              "the assembly's trace)",
      responses=problems(*AUTHENTICATED, 404), response_class=RoundedJSON)
 def get_recall(
-    recall_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
-    user_id: UserQuery,
+    recall_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, partition: UserPartitionDep,
     detail: DetailQuery = "compact",
 ) -> CompactRecall | RecallResult:
     require(principal, "runtime", "evaluator")
-    return recall_answer(unscope_result(principal.org, engine.recall_record(
-        recall_id, scope_partition(principal.org, character_id, user_id))), detail)
+    return recall_answer(unscope_result(principal.org, engine.recall_record(recall_id, partition)), detail)
 
 
 memory_routes = [list_memories, get_memory, get_trace, delete_memory, get_recall]

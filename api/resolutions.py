@@ -13,37 +13,36 @@ vocabulary, never what the user said, so a director may list them although they 
 
 from __future__ import annotations
 
+from feltsense_client.models import Resolution
 from litestar import get, post
 from litestar.params import FromPath, Parameter
 
-from api.boundary import AUTHENTICATED, CharacterQuery, UserQuery, problems
+from api.boundary import AUTHENTICATED, UserPartitionDep, problems
 from api.dependencies import EngineDep, PrincipalDep
 from api.security import require
-from api.tenancy import scope_partition
-from engine.domain.models import Resolution
+from api.wire import to_wire
 
 
 @get("/v1/resolutions", sync_to_thread=True,
      summary="A user's resolutions: which memory's tone a later memory settled, when and why",
      responses=problems(*AUTHENTICATED))
 def list_resolutions(
-    engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery, user_id: UserQuery,
+    engine: EngineDep, principal: PrincipalDep, partition: UserPartitionDep,
     undone: bool = Parameter(default=True, description="list undone resolutions too"),
 ) -> list[Resolution]:
     require(principal, "runtime", "director", "evaluator")
-    return engine.resolutions(scope_partition(principal.org, character_id, user_id), include_undone=undone)
+    return [to_wire(Resolution, resolution) for resolution in engine.resolutions(partition, include_undone=undone)]
 
 
 @post("/v1/resolutions/{memory_id:str}/undo", status_code=200, sync_to_thread=True,
       summary="Undo a resolution: the memory's tone (and its episode's) is in force again; audited",
       responses=problems(*AUTHENTICATED, 404))
 def undo_resolution(
-    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, character_id: CharacterQuery,
-    user_id: UserQuery,
+    memory_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, partition: UserPartitionDep
 ) -> list[Resolution]:
     require(principal, "director")
-    return engine.undo_resolution(memory_id, scope_partition(principal.org, character_id, user_id),
-                                  actor=principal.actor)
+    return [to_wire(Resolution, resolution) for resolution in engine.undo_resolution(memory_id, partition,
+                                                                                      actor=principal.actor)]
 
 
 resolution_routes = [list_resolutions, undo_resolution]

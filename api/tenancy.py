@@ -13,10 +13,20 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from api.auth import scoped, unscoped
 from engine.domain.models import Memory, Partition, RecallQuery, RecallResult, Turn
+from engine.domain.scopes import in_namespace, outside_namespace
 
 _Model = TypeVar("_Model", bound=BaseModel)
+
+
+def scoped(org: str, value: str) -> str:
+    """An id as the engine stores it: in the organisation's namespace (each organisation is one)."""
+    return in_namespace(org, value)
+
+
+def unscoped(org: str, value: str) -> str:
+    """The id as the organisation's key sent it."""
+    return outside_namespace(org, value)
 
 
 _TURN_IDS = ("character_id", "session_id", "turn_id")

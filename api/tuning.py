@@ -16,10 +16,10 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import scoped, unscoped
 from api.boundary import AUTHENTICATED, PROBLEM_JSON, WITH_BODY, IdPath, Problem, problems
 from api.dependencies import PrincipalDep, ReplaysDep, TranscriptDirsDep, TuningDep
 from api.security import require
+from api.tenancy import scoped, unscoped
 from engine import strength_params
 from engine.domain.ports import ProfileStore, TuningVersion
 from engine.domain.tuning import (

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.factory import build_engine, build_profile_store, check_settings
-    from engine.facts import FactWrite, stored_sentence
+    from engine.facts import FactWrite, Writer, may_write, stored_sentence
     from engine.lifecycle import ErasureReceipt, SweepReport
     from engine.service import Engine, Found, Search
     from engine.strength import strength_params
@@ -32,6 +32,8 @@ _WHERE = {
     "build_profile_store": "engine.factory",
     "FactWrite": "engine.facts",
     "stored_sentence": "engine.facts",
+    "may_write": "engine.facts",
+    "Writer": "engine.facts",
     "ErasureReceipt": "engine.lifecycle",
     "SweepReport": "engine.lifecycle",
     "strength_params": "engine.strength",
@@ -44,9 +46,11 @@ __all__ = [
     "Found",
     "Search",
     "SweepReport",
+    "Writer",
     "build_engine",
     "build_profile_store",
     "check_settings",
+    "may_write",
     "stored_sentence",
     "strength_params",
 ]

@@ -44,45 +44,53 @@ from traces.facts import well_formed
 
 log = logging.getLogger("feltsense.facts")
 
-Actor = Literal["runtime", "director", "evaluator", "admin", "system"]
-"""Who writes: a key's role, or ``system`` for what the write-time pass extracts on its own."""
+Writer = Literal["user", "author", "organisation", "system"]
+"""On whose authority a fact is written: ``user``, the user's own words about themselves (a character runtime relays
+them); ``author``, whoever writes the character; ``organisation``, the deployment's own voice; ``system``, the
+write-time pass reading the user's turns. Who may act as which is the caller's business (the HTTP API maps its key
+roles onto these in ``api/lifecycle.py``)."""
 
 
-# The role x scope matrix. None: refused. "policy": the relation's policy decides (system extraction).
-STATUS_MATRIX: dict[tuple[Actor, Scope], Status | Literal["policy"] | None] = {
-    ("runtime", "user"): "active",  # the runtime relays the user's own words about themselves
+# The writer x scope matrix. None: refused. "policy": the relation's policy decides (system extraction).
+STATUS_MATRIX: dict[tuple[Writer, Scope], Status | Literal["policy"] | None] = {
+    ("user", "user"): "active",  # the user's own words about themselves
     ("system", "user"): "policy",
-    ("director", "canon"): "active",  # canon is written by directors...
-    ("admin", "canon"): "active",
+    ("author", "canon"): "active",  # canon is written by the character's author...
+    ("organisation", "canon"): "active",
     ("system", "canon"): "provisional",
-    ("admin", "shared"): "active",
-    ("director", "shared"): "provisional",
+    ("organisation", "shared"): "active",
+    ("author", "shared"): "provisional",
     ("system", "shared"): "provisional",
-    # ...and protected from user claims: a runtime never writes canon or shared; nobody but the user's own
-    # runtime writes a user's private facts (admins included).
+    # ...and protected from user claims: the user's words never become canon or shared; nobody but the user writes
+    # a user's private facts (the organisation included).
 }
 
 
-def status_for(actor: Actor, scope: Scope, relation: str, auto_active: Iterable[str]) -> Status:
-    decided = STATUS_MATRIX.get((actor, scope))
+def may_write(writer: Writer, scope: Scope) -> bool:
+    """Whether ``writer`` may write facts of ``scope`` at all (``status_for`` refuses the rest)."""
+    return STATUS_MATRIX.get((writer, scope)) is not None
+
+
+def status_for(writer: Writer, scope: Scope, relation: str, auto_active: Iterable[str]) -> Status:
+    decided = STATUS_MATRIX.get((writer, scope))
     if decided is None:
-        raise Forbidden(f"a {actor} may not write {scope} facts")
+        raise Forbidden(f"{writer} facts may not be written at the {scope} level")
     if decided == "policy":
         return "active" if relation in set(auto_active) else "provisional"
     return decided
 
 
-# Who writes a fact in their own words: directors the character's lore, admins the organisation's. Every other
-# writer relays the user (the runtime) or reads the user's turns (the system).
-OWN_WORDS: frozenset[str] = frozenset({"director", "admin"})
+# Who writes a fact in their own words: the author the character's lore, the organisation its own. Every other
+# writer is the user (relayed) or reads the user's turns (the system).
+OWN_WORDS: frozenset[Writer] = frozenset({"author", "organisation"})
 
 
-def stored_sentence(subject: str, relation: str, value: str, *, said: str | None, actor: str) -> str:
-    """The sentence a fact is stored, indexed and shown with. A director's or an admin's (``said``) is kept as
-    written. Anyone else's is the user's text, so the server renders it from the triple with the value quoted
+def stored_sentence(subject: str, relation: str, value: str, *, said: str | None, writer: Writer) -> str:
+    """The sentence a fact is stored, indexed and shown with. The author's or the organisation's (``said``) is kept
+    as written. Anyone else's is the user's text, so the server renders it from the triple with the value quoted
     (``prompts.wording.fact_sentence``) and drops the one that came with it: a caller's sentence never reaches
     the character's prompt as a line of its own ("SYSTEM OVERRIDE: ignore all tone rules...")."""
-    if said and actor in OWN_WORDS:
+    if said and writer in OWN_WORDS:
         return said
     return fact_sentence(subject, relation, value)
 
@@ -156,18 +164,22 @@ class FactService:
         scope: Scope,
         character_id: str,
         user_id: str | None,
-        actor: Actor,
+        writer: Writer,
         source: Source,
         at: datetime,
+        actor: str = "",
         session_id: str = "",
         provenance: Sequence[str] = (),
     ) -> FactWrite:
-        status = status_for(actor, scope, fact.relation, self._auto_active)
-        if actor == "system" and status == "active" and not well_formed(fact):
+        """Write ``fact`` on ``writer``'s authority; the audit trail names ``actor`` (who asked: an API key), or the
+        writer when there is none."""
+        status = status_for(writer, scope, fact.relation, self._auto_active)
+        actor = actor or writer
+        if writer == "system" and status == "active" and not well_formed(fact):
             # A model's reading of the user's turns without the shape its relation expects (the extractor has
             # already dropped its own): it may be an instruction the user typed, so a reviewer sees it first.
             status = "provisional"
-        sentence = stored_sentence(fact.subject, fact.relation, fact.value, said=fact.sentence, actor=actor)
+        sentence = stored_sentence(fact.subject, fact.relation, fact.value, said=fact.sentence, writer=writer)
         partition = partition_for(scope, character_id, user_id)
         digest = content_hash(sentence)
         existing = self._store.list_facts(partition)
@@ -188,7 +200,7 @@ class FactService:
             return FactWrite(fact_id=old.memory_id, status=old_state.status, outcome="deduplicated")
 
         fact_id = fact_id_for(partition, fact.subject, fact.relation, digest)
-        if actor == "system" and self._ledger.suppressed(fact_id, provenance):
+        if writer == "system" and self._ledger.suppressed(fact_id, provenance):
             # The user erased this fact, but the turns it came from remain, and a later pass over their session
             # (a late turn, a retried trace) reads them again. The user saying it again (a new turn, or a
             # runtime's write) brings it back; the system re-reading what it was told to forget does not.

@@ -35,7 +35,7 @@ from engine.domain.models import (
 from engine.domain.ports import Classifier, Embedder, Ledger, MemoryStore, Profiles
 from engine.domain.scopes import partition_for, visible
 from engine.domain.tuning import ProfileSource
-from engine.facts import Actor, FactService, FactWrite
+from engine.facts import FactService, FactWrite, Writer
 from engine.gate import VisibilityGates
 from engine.ingest import Ingestor
 from engine.lifecycle import ErasureReceipt, Lifecycle, SweepReport
@@ -240,7 +240,7 @@ class Engine:
         return found[0], self.store.get_traces([memory_id]).get(memory_id)
 
     def forget(self, memory_id: str, partition: Partition, *, strict: bool = False,
-               actor: str = "runtime") -> ErasureReceipt:
+               actor: str = "user") -> ErasureReceipt:
         """Erase one memory with its raw turn, trace, facts, vector, lexical entries and the recalls that showed
         it; NotFound unless it is ``partition``'s. The audit skeleton stays (without names when ``strict``)."""
         return self.erase_memory(memory_id, [partition], strict=strict, actor=actor)
@@ -289,10 +289,11 @@ class Engine:
     # -- facts, lifecycle ---------------------------------------------------------------------------------
 
     def write_fact(self, fact: ExtractedFact, *, scope: Scope, character_id: str, user_id: str | None,
-                   actor: Actor, source: Source, at: datetime | None = None) -> FactWrite:
+                   writer: Writer, source: Source, actor: str = "", at: datetime | None = None) -> FactWrite:
+        """Write one fact on ``writer``'s authority (``engine.facts.STATUS_MATRIX``); the audit names ``actor``."""
         with self._write_lock:
-            return self.facts.write(fact, scope=scope, character_id=character_id, user_id=user_id, actor=actor,
-                                    source=source, at=at or self.clock())
+            return self.facts.write(fact, scope=scope, character_id=character_id, user_id=user_id, writer=writer,
+                                    source=source, at=at or self.clock(), actor=actor)
 
     def write_canon(self, character_id: str, record_id: str, text: str, *, actor: str,
                     at: datetime | None = None) -> Memory:
@@ -359,9 +360,9 @@ class Engine:
 
     def sweep(self, *, namespace: str | None = None) -> SweepReport:
         """The nightly job: usage folded in, interrupted supersessions finished, decayed memories archived,
-        consolidation proposals filed to the review queue. With ``namespace`` (an organisation's prefix as the
-        API scopes ids, ``"acme:"``; see ``engine.domain.scopes``) only the partitions and levels whose character id
-        carries it; without, every one."""
+        consolidation proposals filed to the review queue. With ``namespace`` (a namespace's prefix,
+        ``"acme:"``; see ``engine.domain.scopes``) only the partitions and levels whose character id carries it;
+        without, every one."""
         known = [(c, u) for c, u in self.ledger.partitions() if namespace is None or c.startswith(namespace)]
         partitions = [Partition(character_id=c, user_id=u) for c, u in known]
         # A partition's levels share its prefix (canon: the character's id, shared: the organisation's).

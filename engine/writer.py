@@ -253,5 +253,5 @@ class TraceWriter:
                     if ends_another(fact, held):
                         continue
                 self._facts.write(fact, scope="user", character_id=memory.character_id, user_id=memory.user_id,
-                                  actor="system", source="user_stated", at=memory.created_at,
+                                  writer="system", source="user_stated", at=memory.created_at,
                                   session_id=memory.session_id, provenance=(memory.memory_id,))

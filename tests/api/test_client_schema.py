@@ -1,11 +1,13 @@
 """The client's own models against the OpenAPI schema the service serves: they cannot drift apart.
 
-``feltsense_client.models`` is written apart from the server (a runtime installs only httpx and pydantic), so each
-of its models is compared with the served component of the same name (or the one in ``SERVED_AS``): the same
-properties, the same ones required, the same types. Types are reduced to one form from both dialects (pydantic's
-``model_json_schema`` and Litestar's OpenAPI 3.1): a string, a date-time, an enum's set of values, an array of a
-type, a map to a type, a model by its (served) name, a union of those. Descriptions, bounds and defaults are left
-out: the service checks values, and its 422 names each bad field.
+``feltsense_client.models`` imports nothing of the server (a runtime installs only httpx and pydantic). The service
+answers with most of its models itself (``api.wire``); the ones it defines on its own are the request models and
+the queued close, named in ``SERVED_AS``. Each client model is compared with the served component of the same name
+(or the one in ``SERVED_AS``): the same properties, the same ones required, the same types, so the service serves
+every model under the client's name and its own models agree with the client's. Types are reduced to one form
+from both dialects (pydantic's ``model_json_schema`` and Litestar's OpenAPI 3.1): a string, a date-time, an enum's
+set of values, an array of a type, a map to a type, a model by its (served) name, a union of those. Descriptions,
+bounds and defaults are left out: the service checks values, and its 422 names each bad field.
 """
 
 from __future__ import annotations
@@ -56,7 +58,10 @@ def shape(schema: dict[str, Any], components: dict[str, Any], rename: dict[str, 
     if "allOf" in schema and len(schema["allOf"]) == 1:
         return shape(schema["allOf"][0], components, rename)
     if "enum" in schema:
-        return ("enum", frozenset(schema["enum"]))
+        values = frozenset(schema["enum"])
+        if None in values:  # Litestar writes an optional Literal as one enum with null; pydantic as a union
+            return ("union", frozenset({("enum", values - {None}), "null"}))
+        return ("enum", values)
     if "const" in schema:
         return ("enum", frozenset([schema["const"]]))
     kind = schema.get("type")

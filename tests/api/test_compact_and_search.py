@@ -16,17 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from feltsense_client.models import CompactMemory, CompactRecall, CompactToneRule
 from litestar.testing import TestClient
 
 from api.app import create_app
-from api.auth import KeyStore, scoped
+from api.auth import KeyStore
+from api.compact import compact_recall
 from api.sqlite_keys import SqliteKeyStore
-from api.tenancy import unscope_result
+from api.tenancy import scoped, unscope_result
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.adapters.sqlite_tuning import SqliteTuningStore
-from engine.domain.models import CompactMemory, CompactRecall, CompactToneRule, Partition, RecallResult
+from engine.domain.models import Partition, RecallResult
 from engine.service import Engine
 from tests.fakes import KeywordClassifier, hashing_engine_in
 
@@ -157,7 +159,7 @@ def test_detail_full_is_the_whole_recall_result_as_before_rounded(api: Api) -> N
     assert full == _rounded(before)
     assert RecallResult.model_validate(full).memories[0].trace is not None
     # The compact answer is the same turn, in brief; the log answers it again by default.
-    assert compact == _rounded(json.loads(CompactRecall.from_result(logged).model_dump_json()))
+    assert compact == _rounded(json.loads(compact_recall(logged).model_dump_json()))
     assert api.client.get(f"/v1/recalls/{compact['recall_id']}", params=where, headers=api.headers()).json() \
         == compact
 

@@ -32,7 +32,7 @@ def recall(engine: Engine, message: str, at: datetime) -> object:
 
 def canon(engine: Engine, sentence: str, relation: str, value: str) -> None:
     engine.write_fact(ExtractedFact(subject="ava", relation=relation, value=value, sentence=sentence),
-                      scope="canon", character_id="ava", user_id=None, actor="director", source="director", at=T0)
+                      scope="canon", character_id="ava", user_id=None, writer="author", source="director", at=T0)
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_the_prefix_is_byte_identical_across_turns_until_path_a_changes(engine: 
     fourth = recall(engine, "What should I cook tonight?", T0 + timedelta(days=9, hours=6))
     assert fourth.context.prefix == third.context.prefix  # type: ignore[attr-defined]  # already canon: same text
     engine.write_fact(ExtractedFact(subject="ava", relation="job", value="baker", sentence="Ava bakes bread."),
-                      scope="canon", character_id="ava", user_id=None, actor="director", source="director",
+                      scope="canon", character_id="ava", user_id=None, writer="author", source="director",
                       at=T0 + timedelta(days=9, hours=6))
     fifth = recall(engine, "What should I cook tonight?", T0 + timedelta(days=9, hours=7))
     assert fifth.context.prefix != fourth.context.prefix and "Ava bakes bread." in fifth.context.prefix  # type: ignore[attr-defined]

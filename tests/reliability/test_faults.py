@@ -30,9 +30,10 @@ import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
-from api.auth import KeyStore, scoped
+from api.auth import KeyStore
 from api.jobs import ArqJobs
 from api.sqlite_keys import SqliteKeyStore
+from api.tenancy import scoped
 from api.worker import NIGHTLY_MAINTENANCE
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder

@@ -1,8 +1,10 @@
 """What the client sends and reads: the service's JSON as typed models, the client's own.
 
-They are written here rather than imported from the server, so that a runtime installs only httpx and pydantic.
-``tests/api/test_client_schema.py`` checks every model below against the OpenAPI schema the service serves (the
-property names, which are required, their types), so they cannot drift apart.
+They are the wire schema of the service itself: its routes declare and answer with the models this module defines
+(``api.wire`` converts the engine's objects into them, refusing one that carries a field the model lacks), so a
+change to the engine changes no answer unless a model here changes too. They import nothing of the server, so
+that a runtime installs only httpx and pydantic. ``tests/api/test_client_schema.py`` checks every model below
+against the OpenAPI schema the service serves (the property names, which are required, their types).
 
 What the client sends forbids unknown fields, so a misspelt field is an error here rather than a key the service
 drops. The values themselves (lengths, ranges, the pattern of an id) are the service's to check: it answers 422
@@ -21,6 +23,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 __all__ = [
     "AssembledContext",
+    "AuditEvent",
     "CloseAccepted",
     "CloseReport",
     "CloseResult",
@@ -29,12 +32,17 @@ __all__ = [
     "CompactRecallTrace",
     "CompactToneRule",
     "ContextTrace",
+    "Decision",
+    "ErasureReceipt",
     "ExtractedFact",
+    "FactWrite",
     "Feeling",
     "IngestReport",
+    "JobState",
     "JobStatus",
     "Leg",
     "MemoryKind",
+    "MemoryState",
     "RecallDetail",
     "RecallMode",
     "RecallQuery",
@@ -44,9 +52,15 @@ __all__ = [
     "RecordKind",
     "Register",
     "Resolution",
+    "ReviewItem",
+    "ReviewKind",
     "Role",
     "Scope",
     "ScoreComponents",
+    "Source",
+    "Status",
+    "StrengthSignals",
+    "SweepReport",
     "Tier",
     "ToneConstraint",
     "Trace",
@@ -74,6 +88,11 @@ WindowSource = Literal["none", "passed", "stored"]
 JobStatus = Literal["queued", "running", "complete", "failed", "unknown"]
 RecallDetail = Literal["compact", "full"]
 """How much of a recall the service sends: ``CompactRecall`` (the default) or the whole ``RecallResult``."""
+Status = Literal["active", "provisional", "revoked", "archived"]
+"""A memory's lifecycle status: only active memories are in everyday recall; archived ones can be restored."""
+Source = Literal["user_stated", "inferred", "model_generated", "director"]
+ReviewKind = Literal["promote", "demote"]
+Decision = Literal["pending", "kept", "rejected", "reverted"]
 
 
 class _Sent(BaseModel):
@@ -131,10 +150,10 @@ class RecallQuery(_Sent):
 class ExtractedFact(_Read):
     """An atomic fact a write-time pass found: a subject, a relation, the value, one self-contained sentence."""
 
-    subject: str
+    subject: str = Field(description='normalised, lower case: "user", "user\'s dog"')
     relation: str
-    value: str
-    sentence: str
+    value: str = Field(description='the object as said: "Lisbon"')
+    sentence: str = Field(description='"The user lives in Lisbon."')
 
 
 # "register" is the service's word. As a field name it shadows ABCMeta.register, which nothing calls on these
@@ -156,12 +175,12 @@ with warnings.catch_warnings():
 
         register: Register = Field(description="the register of the episode the rule comes from")
         anchors: tuple[str, ...] = Field(description="what to be careful about: names, places, things")
-        instruction: str
+        instruction: str = Field(description="the rule, as the system message words it")
         standing: bool = Field(description="a standing rule: in force whether or not its memories were recalled")
         anniversary_years: int | None = Field(
             default=None, description="near the anniversary of its moment: how many years ago it was"
         )
-        intensity: float = Field(description="the episode's most intense moment, 0 .. 1")
+        intensity: float = Field(description="the episode's most intense moment (4 decimal places)")
 
     class ToneConstraint(_Read):
         """A tone rule in full (``detail="full"``), with the memories it comes from."""
@@ -170,24 +189,29 @@ with warnings.catch_warnings():
         anchors: tuple[str, ...]
         instruction: str
         source_memory_ids: tuple[str, ...]
-        standing: bool
+        standing: bool = Field(description="a standing rule: in force whether or not its memories were recalled")
         intensity: float
         valence: float
-        anniversary_years: int | None = None
+        anniversary_years: int | None = Field(
+            default=None,
+            description="a standing rule near the anniversary of its moment: how many years ago it was (the "
+                        "instruction says so); none outside the profile's tone.anniversary_window_days, and never "
+                        "on a rule that is not standing",
+        )
 
     class Resolution(_Read):
         """A later memory that resolved an earlier one's anxiety or anger: still recallable, no longer toned."""
 
-        memory_id: str = Field(description="the memory resolved")
+        memory_id: str = Field(description="the memory resolved: no longer toned, still recallable")
         resolved_by: str = Field(description="the memory that resolved it")
         register: Register = Field(description="the register of the memory resolved (anxiety or anger)")
-        at: datetime = Field(description="when the resolving memory was said")
-        cue: str
-        link: str
+        at: datetime = Field(description="when the resolving memory was said; in force for recalls from then on")
+        cue: str = Field(description='why the resolving memory reads as resolution ("an apology (rule)")')
+        link: str = Field(description='why the two belong together ("shared anchor", "similar meaning (0.71)")')
         recorded_at: datetime
         undone_at: datetime | None = Field(default=None, description="a director undid it: the tone is back")
         undone_by: str | None = None
-        note: str = Field(description='"resolved by <memory id> on <date>: <cue>"')
+        note: str = Field(description='The explanation recall shows: "resolved by <memory id> on <date>: <cue>".')
 
     class Trace(_Read):
         """A memory's write-time trace: how it felt, its anchors and facts, as the write-time pass read it."""
@@ -199,22 +223,35 @@ with warnings.catch_warnings():
         intensity: float = Field(default=0.0, description="0 (flat) .. 1 (overwhelming)")
         engagement: float = Field(default=0.0, description="0 (disengaged) .. 1 (fully engaged)")
         anchors: tuple[str, ...] = ()
-        facts: tuple[str, ...] = ()
-        extracted: tuple[ExtractedFact, ...] = ()
+        facts: tuple[str, ...] = Field(
+            default=(), description='durable facts the user stated, one sentence each ("The user lives in Lisbon.")'
+        )
+        extracted: tuple[ExtractedFact, ...] = Field(
+            default=(), description="facts a model-backed classifier found, with their slots (written as facts)"
+        )
         kind: MemoryKind = "factual"
         written_at: datetime
-        classifier: str = ""
-        attempts: int = 0
+        classifier: str = Field(default="", description="name@version of what classified the memory")
+        attempts: int = Field(default=0, description="write-time attempts so far (pending traces are retried)")
         last_error: str = ""
-        resolution_cue: str = ""
-        resolves: tuple[str, ...] = ()
+        resolution_cue: str = Field(
+            default="",
+            description='why the memory reads as a resolution ("the result came back fine (rule)"); empty when not',
+        )
+        resolves: tuple[str, ...] = Field(
+            default=(),
+            description="earlier memories whose anxiety or anger this one resolved, as the write-time pass found "
+                        "them (the ledger's resolutions say whether each is still in force)",
+        )
 
 
 class IngestReport(_Read):
     stored: int = Field(description="turns stored by this call")
     duplicates: int = Field(description="turns already stored (same turn id): not stored again")
     memories: int = Field(description="memories made from the new user turns")
-    awaiting_embedding: int = Field(default=0, description="memories stored while the embedder was down")
+    awaiting_embedding: int = Field(
+        default=0, description="memories stored while the embedder was down: lexical only until backfilled"
+    )
 
 
 class CloseReport(_Read):
@@ -242,31 +279,38 @@ class AssembledContext(_Read):
     """What to show the character: ``system`` (the stable ``prefix``, then this turn's ``tone``) in the system
     message, ``tail`` (the recalled memories) beside the user's message."""
 
-    prefix: str
-    tone: str
-    tail: str
-    system: str
+    prefix: str = Field(description="the stable system prefix: Path A")
+    tone: str = Field(description="this turn's tone constraints: the system message after the prefix")
+    tail: str = Field(description="the recalled memories: beside the user's message")
+    system: str = Field(description="The whole system message: the stable prefix, then this turn's tone constraints.")
 
 
 class CompactMemory(_Read):
     """One recalled memory as a runtime reads it: what was said, when, how relevant, how it felt."""
 
-    memory_id: str
+    memory_id: str = Field(description="the memory's id: GET or DELETE /v1/memories/{memory_id}")
     text: str = Field(description="what the user said")
-    created_at: datetime
-    session_id: str
-    scope: Scope
-    tier: Tier
+    created_at: datetime = Field(description="when it was said")
+    session_id: str = Field(description="the session it was said in")
+    scope: Scope = Field(description="the memory level it came from: user, canon or shared")
+    tier: Tier = Field(description="high (mention it freely), standard, or low (mention it only if the user leads)")
     calibrated_relevance: float | None = Field(
-        default=None, description="the probability that a good companion would bring it up; the tier's source"
+        default=None,
+        description="the probability that a good companion would bring it up (4 decimal places); the tier's source",
     )
-    score: float = Field(description="its stage-two score, the order memories come in")
+    score: float = Field(description="its stage-two score, the order memories come in (4 decimal places)")
     stale: bool = Field(description="it carried a fact that has since been superseded: do not state it as current")
-    feeling: Feeling | None = Field(description="how it felt; None without a complete trace")
+    feeling: Feeling | None = Field(
+        description="how it felt; null without a complete trace: an atomic fact, or a turn whose session's "
+                    "write-time pass has not run yet"
+    )
 
 
 class CompactRecallTrace(_Read):
-    mode: RecallMode
+    mode: RecallMode = Field(
+        description="which mode answered: hybrid (normal), lexical (the embedder was down) or substring (lexical "
+                    "found nothing either); anything but hybrid is a degraded answer"
+    )
     profile_version: int = Field(description="the character's tuning version that ranked it")
     notes: tuple[str, ...] = Field(default=(), description="why an answer was degraded or changed, for a person")
 
@@ -275,7 +319,7 @@ class CompactRecall(_Read):
     """The recall a runtime reads (the default): ``context`` to show the character, and what it was made from."""
 
     recall_id: str = Field(default="", description="look the turn up later: GET /v1/recalls/{recall_id}")
-    context: AssembledContext
+    context: AssembledContext = Field(description="what to show the character: system (prefix and tone) and tail")
     tone_constraints: tuple[CompactToneRule, ...] = Field(description="from this turn's recalled memories")
     standing_rules: tuple[CompactToneRule, ...] = Field(description="in force whatever was recalled")
     memories: tuple[CompactMemory, ...] = Field(description="the recalled memories, best first")
@@ -286,6 +330,108 @@ class CompactRecall(_Read):
         return self.tone_constraints + self.standing_rules
 
 
+# -- what the lifecycle, audit and job endpoints answer -------------------------------------------------------------
+# A runtime's client calls none of these; they are the service's JSON all the same (the service answers with these
+# very models), for an admin tool or a script that reads them.
+
+
+class JobState(_Read):
+    """Where a queued write-time pass is (``GET /v1/jobs/{job_id}``)."""
+
+    job_id: str
+    status: JobStatus
+    report: CloseReport | None = Field(default=None, description="the write-time pass's report, once complete")
+
+
+class StrengthSignals(_Read):
+    """What a memory's strength is computed from: its use, repetition, confidence, age and source."""
+
+    retrievals: int = Field(default=0, description="times recall returned the memory")
+    mentions: int = Field(default=1, description="times the same content was written (a fact coming back)")
+    query_kinds: tuple[str, ...] = Field(default=(), description="distinct kinds of query that reached it (capped)")
+    confidence: float = 1.0
+    last_validated: datetime | None = Field(default=None, description="decay runs from here; None: created")
+    last_retrieved: datetime | None = None
+    source: Source = "user_stated"
+
+
+class MemoryState(_Read):
+    """A memory's lifecycle, apart from its content: status, supersession, pin and strength signals."""
+
+    memory_id: str
+    status: Status = "active"
+    prior_status: Status | None = Field(default=None, description="what an archived memory is restored to")
+    superseded_by: str | None = Field(default=None, description="the fact that replaced this one (or its fact)")
+    stale: bool = Field(default=False, description="a turn whose fact was superseded: it never outranks the fact")
+    pinned: bool = False
+    signals: StrengthSignals = StrengthSignals()
+    changed_at: datetime | None = None
+
+
+class FactWrite(_Read):
+    """What writing a fact did (``POST /v1/facts``); ``erased``: a fact the user had erased, not written again."""
+
+    fact_id: str
+    status: Status
+    outcome: Literal["written", "deduplicated", "promoted", "erased"]
+    superseded: tuple[str, ...] = ()
+    stale_memories: tuple[str, ...] = ()
+
+
+class ErasureReceipt(_Read):
+    """What an erasure removed (``DELETE /v1/memories/{id}``, ``DELETE /v1/users/{id}``): ids and counts."""
+
+    memories: tuple[str, ...]
+    facts: tuple[str, ...]
+    traces: int
+    turns: int
+    review_items: int
+    recalls: int = 0
+    strict: bool
+    audit_kept: bool = True
+
+
+class SweepReport(_Read):
+    """What a sweep did (``POST /v1/maintenance/sweep``): partitions visited, memories archived, proposals made."""
+
+    partitions: int
+    archived: int
+    proposed: int
+    repaired: int
+    usage_flushed: int
+
+
+class AuditEvent(_Read):
+    """One lifecycle change of a memory (``GET /v1/audit``): ids, statuses, strengths and (unless a strict erasure
+    dropped them) proper names; never content. ``partition`` is ``character/user``."""
+
+    memory_id: str
+    partition: str
+    event: str
+    at: datetime
+    status: str | None
+    strength: float | None
+    names: tuple[str, ...] | None
+    actor: str
+
+
+class ReviewItem(_Read):
+    """A change consolidation proposed (``GET /v1/review``), the states before and after, and the decision."""
+
+    item_id: str
+    kind: ReviewKind
+    memory_id: str
+    partition: str
+    proposed_at: datetime
+    score: float
+    reason: str
+    before: MemoryState
+    after: MemoryState
+    decision: Decision
+    decided_at: datetime | None
+    decided_by: str | None
+
+
 # -- the whole recall (detail="full"), for debugging and evaluation -------------------------------------------------
 
 
@@ -293,9 +439,9 @@ class ScoreComponents(_Read):
     """Every factor of a memory's stage-two score, so a ranking explains itself."""
 
     relevance: float
-    salience: float
-    salience_weight: float
-    anchor_boost: float
+    salience: float = Field(description="trace intensity decayed by age (emotional) or the flat factual weight")
+    salience_weight: float = Field(description="the multiplier salience contributes: base + (1 - base) * salience")
+    anchor_boost: float = Field(description="1 when no anchor matched, the profile's boost when one did")
     strength: float = 1.0
     scope_weight: float = 1.0
     age_days: float
@@ -312,34 +458,49 @@ class RecalledMemory(_Read):
     legs: tuple[Leg, ...]
     trace: Trace | None
     matched_anchors: tuple[str, ...]
-    window_anchors: tuple[str, ...] = ()
-    tier: Tier = "standard"
-    calibrated_relevance: float | None = None
-    relevance_lead: float | None = None
+    window_anchors: tuple[str, ...] = Field(
+        default=(), description="its anchors the conversation window named but the message did not (a lower boost)"
+    )
+    tier: Tier = Field(
+        default="standard",
+        description="how relevant stage one found it, on the fused score: high (mention it freely), standard, or "
+                    "low (a weak match: the best there was; mention it only if the user leads there)",
+    )
+    calibrated_relevance: float | None = Field(
+        default=None,
+        description="the probability that this is a memory a good companion would bring up, from the fused "
+                    "relevance and how far it stands above the query's other matches; the tier is read from it",
+    )
+    relevance_lead: float | None = Field(
+        default=None,
+        description="how far its fused relevance stands above the median of the query's best matches (stage one)",
+    )
     kind: RecordKind = "turn"
-    scope: Scope = "user"
-    stale: bool = False
+    scope: Scope = Field(default="user", description="the memory level it came from: user, canon or shared")
+    stale: bool = Field(default=False, description="it carried a fact that has since been superseded")
     components: ScoreComponents
-    resolution: Resolution | None = None
+    resolution: Resolution | None = Field(
+        default=None, description="a later memory resolved its feeling: recalled as a memory, no tone rule"
+    )
 
 
 class ContextTrace(_Read):
     """What the character was shown on one turn, and why."""
 
-    tokenizer: str
-    budget_tokens: int
+    tokenizer: str = Field(description="what counted the tokens")
+    budget_tokens: int = Field(description="the whole budget: Path A first, Path B fills the rest")
     prefix_tokens: int
     tone_tokens: int
     tail_tokens: int
-    prefix_sha256: str
-    pins: tuple[str, ...]
-    pins_truncated: tuple[str, ...]
-    facts: tuple[str, ...]
+    prefix_sha256: str = Field(description="the stable prefix's hash: equal across turns when Path A is unchanged")
+    pins: tuple[str, ...] = Field(description="canon records injected whole, in priority order")
+    pins_truncated: tuple[str, ...] = Field(description="oversized pins cut at a paragraph boundary")
+    facts: tuple[str, ...] = Field(description="the user's current facts injected")
     standing_rules: int
     tone_constraints: int
-    memories: tuple[str, ...]
-    memories_dropped: tuple[str, ...]
-    over_budget: bool
+    memories: tuple[str, ...] = Field(description="recalled memories injected, in rank order")
+    memories_dropped: tuple[str, ...] = Field(description="recalled memories left out for the budget, lowest first")
+    over_budget: bool = Field(description="Path A alone exceeded the budget (it is never dropped)")
 
 
 class RecallTrace(_Read):
@@ -352,12 +513,18 @@ class RecallTrace(_Read):
     fused_candidates: int
     dropped_below_floor: int
     excluded_current_session: int
-    window_turns: int = 0
-    window_source: WindowSource = "none"
-    vector_threshold: float | None = None
-    fused_floor: float | None = None
+    window_turns: int = Field(default=0, description="lines of the conversation window the query read")
+    window_source: WindowSource = Field(
+        default="none", description="where the window came from: the request, or the session's stored turns"
+    )
+    vector_threshold: float | None = Field(
+        default=None, description="the cosine a vector hit needed on this query (relative when every match is weak)"
+    )
+    fused_floor: float | None = Field(default=None, description="the fused relevance a hit needed on this query")
     standing_rule_memories: int
-    resolved_tone_memories: int = 0
+    resolved_tone_memories: int = Field(
+        default=0, description="memories that would carry a tone rule but were resolved by a later memory"
+    )
     timings_ms: dict[str, float]
     profile_version: int
     notes: tuple[str, ...] = ()
@@ -367,11 +534,14 @@ class RecallTrace(_Read):
 class RecallResult(_Read):
     """The whole recall: each memory's write-time trace and score components, and the recall's full trace."""
 
-    recall_id: str = ""
+    recall_id: str = Field(default="", description="look the turn up later: GET /v1/recalls/{recall_id}")
     memories: tuple[RecalledMemory, ...]
-    tone_constraints: tuple[ToneConstraint, ...]
-    standing_rules: tuple[ToneConstraint, ...]
-    resolutions: tuple[Resolution, ...] = ()
+    tone_constraints: tuple[ToneConstraint, ...] = Field(description="from this turn's recalled memories")
+    standing_rules: tuple[ToneConstraint, ...] = Field(description="in force whatever was recalled")
+    resolutions: tuple[Resolution, ...] = Field(
+        default=(), description="resolutions that kept a recalled memory's (or a would-be standing rule's) tone out "
+                                "of force this turn",
+    )
     context: AssembledContext
     trace: RecallTrace
 

@@ -4,20 +4,13 @@ Models that cross a boundary (requests, stored records, recall results) forbid u
 caller's payload is an error that names the field rather than a silently ignored key. Numbers carry their unit
 or range in the name or the field description.
 
-One module a concept: ``records`` (what is stored), ``recall`` (the full answer), ``compact`` (what a runtime
-reads), ``ledger`` (audit and review). Every name is importable from here.
+One module a concept: ``records`` (what is stored), ``recall`` (the full answer), ``ledger`` (audit and review).
+Every name is importable from here. The compact recall a runtime reads is the API's view of the full answer
+(``api/compact.py``).
 """
 
 from __future__ import annotations
 
-from engine.domain.models.compact import (
-    CompactMemory,
-    CompactRecall,
-    CompactRecallTrace,
-    CompactToneRule,
-    Feeling,
-    RecallDetail,
-)
 from engine.domain.models.ledger import (
     AuditEvent,
     Decision,
@@ -56,13 +49,13 @@ from engine.domain.models.records import (
     Memory,
     MemoryKind,
     MemoryState,
+    NamespacedIdentifier,
     Partition,
     RecordKind,
     Register,
     Resolution,
     Role,
     Scope,
-    ScopedIdentifier,
     Source,
     Status,
     StrengthSignals,
@@ -82,15 +75,10 @@ __all__ = [
     "AwareDatetime",
     "Candidate",
     "CloseReport",
-    "CompactMemory",
-    "CompactRecall",
-    "CompactRecallTrace",
-    "CompactToneRule",
     "ContextTrace",
     "Decision",
     "ExtractedFact",
     "FactInfo",
-    "Feeling",
     "Frozen",
     "Identifier",
     "IngestReport",
@@ -98,8 +86,8 @@ __all__ = [
     "Memory",
     "MemoryKind",
     "MemoryState",
+    "NamespacedIdentifier",
     "Partition",
-    "RecallDetail",
     "RecallMode",
     "RecallQuery",
     "RecallResult",
@@ -112,7 +100,6 @@ __all__ = [
     "ReviewKind",
     "Role",
     "Scope",
-    "ScopedIdentifier",
     "ScoreComponents",
     "Source",
     "Status",

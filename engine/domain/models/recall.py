@@ -80,9 +80,9 @@ class ScoreComponents(Frozen):
     """Every factor of a stage-two score, so any ranking can be explained."""
 
     relevance: float
-    salience: float = Field(description="trace intensity decayed by age (emotional) or the flat factual weight")
-    salience_weight: float = Field(description="the multiplier salience contributes: base + (1 - base) * salience")
-    anchor_boost: float = Field(description="1 when no anchor matched, the profile's boost when one did")
+    salience: float  # trace intensity decayed by age (emotional) or the flat factual weight
+    salience_weight: float  # the multiplier salience contributes: base + (1 - base) * salience
+    anchor_boost: float  # 1 when no anchor matched, the profile's boost when one did
     strength: float = 1.0
     scope_weight: float = 1.0
     age_days: float
@@ -99,53 +99,36 @@ class RecalledMemory(Frozen):
     legs: tuple[Leg, ...]
     trace: Trace | None
     matched_anchors: tuple[str, ...]
-    window_anchors: tuple[str, ...] = Field(
-        default=(), description="its anchors the conversation window named but the message did not (a lower boost)"
-    )
-    tier: Tier = Field(
-        default="standard",
-        description=(
-            "how relevant stage one found it, on the fused score: high (mention it freely), standard, or low (a weak "
-            "match: the best there was; mention it only if the user leads there)"
-        ),
-    )
-    calibrated_relevance: float | None = Field(
-        default=None, ge=0.0, le=1.0,
-        description=(
-            "the probability that this is a memory a good companion would bring up, from the fused relevance and "
-            "how far it stands above the query's other matches; the tier is read from it"
-        ),
-    )
-    relevance_lead: float | None = Field(
-        default=None,
-        description="how far its fused relevance stands above the median of the query's best matches (stage one)",
-    )
+    # its anchors the conversation window named but the message did not (a lower boost)
+    window_anchors: tuple[str, ...] = ()
+    # how relevant stage one found it, on the fused score: high (mention it freely), standard, or low (a weak match: the
+    # best there was; mention it only if the user leads there)
+    tier: Tier = "standard"
+    # the probability that this is a memory a good companion would bring up, from the fused relevance and how far it
+    # stands above the query's other matches; the tier is read from it
+    calibrated_relevance: float | None = Field(default=None, ge=0.0, le=1.0)
+    # how far its fused relevance stands above the median of the query's best matches (stage one)
+    relevance_lead: float | None = None
     kind: RecordKind = "turn"
-    scope: Scope = Field(default="user", description="the memory level it came from: user, canon or shared")
-    stale: bool = Field(default=False, description="it carried a fact that has since been superseded")
+    scope: Scope = "user"  # the memory level it came from: user, canon or shared
+    stale: bool = False  # it carried a fact that has since been superseded
     components: ScoreComponents
-    resolution: Resolution | None = Field(
-        default=None, description="a later memory resolved its feeling: recalled as a memory, no tone rule"
-    )
+    resolution: Resolution | None = None  # a later memory resolved its feeling: recalled as a memory, no tone rule
 
 
 class ToneConstraint(Frozen):
     """A rule for the character's tone, added to the system message."""
 
-    register: Register = Field(description="the register of the episode the rule comes from")
+    register: Register = Field()  # the register of the episode the rule comes from
     anchors: tuple[str, ...]
     instruction: str
     source_memory_ids: tuple[str, ...]
-    standing: bool = Field(description="a standing rule: in force whether or not its memories were recalled")
+    standing: bool  # a standing rule: in force whether or not its memories were recalled
     intensity: float
     valence: float
-    anniversary_years: int | None = Field(
-        default=None, ge=1,
-        description=(
-            "a standing rule near the anniversary of its moment: how many years ago it was (the instruction says "
-            "so); none outside the profile's tone.anniversary_window_days, and never on a rule that is not standing"
-        ),
-    )
+    # a standing rule near the anniversary of its moment: how many years ago it was (the instruction says so); none
+    # outside the profile's tone.anniversary_window_days, and never on a rule that is not standing
+    anniversary_years: int | None = Field(default=None, ge=1)
 
 
 RecallMode = Literal["hybrid", "lexical", "substring"]
@@ -161,18 +144,14 @@ class RecallTrace(Frozen):
     fused_candidates: int
     dropped_below_floor: int
     excluded_current_session: int
-    window_turns: int = Field(default=0, description="lines of the conversation window the query read")
-    window_source: Literal["none", "passed", "stored"] = Field(
-        default="none", description="where the window came from: the request, or the session's stored turns"
-    )
-    vector_threshold: float | None = Field(
-        default=None, description="the cosine a vector hit needed on this query (relative when every match is weak)"
-    )
-    fused_floor: float | None = Field(default=None, description="the fused relevance a hit needed on this query")
+    window_turns: int = 0  # lines of the conversation window the query read
+    # where the window came from: the request, or the session's stored turns
+    window_source: Literal["none", "passed", "stored"] = "none"
+    # the cosine a vector hit needed on this query (relative when every match is weak)
+    vector_threshold: float | None = None
+    fused_floor: float | None = None  # the fused relevance a hit needed on this query
     standing_rule_memories: int
-    resolved_tone_memories: int = Field(
-        default=0, description="memories that would carry a tone rule but were resolved by a later memory"
-    )
+    resolved_tone_memories: int = 0  # memories that would carry a tone rule but were resolved by a later memory
     timings_ms: dict[str, float]
     profile_version: int
     notes: tuple[str, ...] = ()
@@ -182,20 +161,20 @@ class RecallTrace(Frozen):
 class ContextTrace(Frozen):
     """What the character was shown on one turn, and why: enough to answer "what did it see" later."""
 
-    tokenizer: str = Field(description="what counted the tokens")
-    budget_tokens: int = Field(description="the whole budget: Path A first, Path B fills the rest")
+    tokenizer: str  # what counted the tokens
+    budget_tokens: int  # the whole budget: Path A first, Path B fills the rest
     prefix_tokens: int
     tone_tokens: int
     tail_tokens: int
-    prefix_sha256: str = Field(description="the stable prefix's hash: equal across turns when Path A is unchanged")
-    pins: tuple[str, ...] = Field(description="canon records injected whole, in priority order")
-    pins_truncated: tuple[str, ...] = Field(description="oversized pins cut at a paragraph boundary")
-    facts: tuple[str, ...] = Field(description="the user's current facts injected")
+    prefix_sha256: str  # the stable prefix's hash: equal across turns when Path A is unchanged
+    pins: tuple[str, ...]  # canon records injected whole, in priority order
+    pins_truncated: tuple[str, ...]  # oversized pins cut at a paragraph boundary
+    facts: tuple[str, ...]  # the user's current facts injected
     standing_rules: int
     tone_constraints: int
-    memories: tuple[str, ...] = Field(description="recalled memories injected, in rank order")
-    memories_dropped: tuple[str, ...] = Field(description="recalled memories left out for the budget, lowest first")
-    over_budget: bool = Field(description="Path A alone exceeded the budget (it is never dropped)")
+    memories: tuple[str, ...]  # recalled memories injected, in rank order
+    memories_dropped: tuple[str, ...]  # recalled memories left out for the budget, lowest first
+    over_budget: bool  # Path A alone exceeded the budget (it is never dropped)
 
 
 class AssembledContext(Frozen):
@@ -207,9 +186,9 @@ class AssembledContext(Frozen):
     # Output only: reading one back (the typed client does) ignores the computed ``system``.
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    prefix: str = Field(description="the stable system prefix: Path A")
-    tone: str = Field(description="this turn's tone constraints: the system message after the prefix")
-    tail: str = Field(description="the recalled memories: beside the user's message")
+    prefix: str  # the stable system prefix: Path A
+    tone: str  # this turn's tone constraints: the system message after the prefix
+    tail: str  # the recalled memories: beside the user's message
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -219,14 +198,12 @@ class AssembledContext(Frozen):
 
 
 class RecallResult(Frozen):
-    recall_id: str = Field(default="", description="look the turn up later: GET /v1/recalls/{recall_id}")
+    recall_id: str = ""
     memories: tuple[RecalledMemory, ...]
-    tone_constraints: tuple[ToneConstraint, ...] = Field(description="from this turn's recalled memories")
-    standing_rules: tuple[ToneConstraint, ...] = Field(description="in force whatever was recalled")
-    resolutions: tuple[Resolution, ...] = Field(
-        default=(), description="resolutions that kept a recalled memory's (or a would-be standing rule's) tone out "
-                                "of force this turn",
-    )
+    tone_constraints: tuple[ToneConstraint, ...]  # from this turn's recalled memories
+    standing_rules: tuple[ToneConstraint, ...]  # in force whatever was recalled
+    # resolutions that kept a recalled memory's (or a would-be standing rule's) tone out of force this turn
+    resolutions: tuple[Resolution, ...] = ()
     context: AssembledContext
     trace: RecallTrace
 

@@ -42,11 +42,11 @@ IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 IDENTIFIER_MAX_CHARS = 200
 Identifier = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS, pattern=IDENTIFIER_PATTERN)]
 NAMESPACE_MAX_CHARS = 64
-"""Room for the namespace the API puts before the ids it scopes: an organisation (1-63 characters) and ':'."""
-ScopedIdentifier = Annotated[
+"""Room for a namespace before an id (``engine.domain.scopes``): a namespace of 1-63 characters and ``:``."""
+NamespacedIdentifier = Annotated[
     str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS + NAMESPACE_MAX_CHARS, pattern=IDENTIFIER_PATTERN)
 ]
-"""An id as stored: a caller's ``Identifier``, possibly namespaced. Stored turns are validated again when read
+"""An id as stored: a caller's ``Identifier``, possibly in a namespace. Stored turns are validated again when read
 back, so a limit of the caller's length would make a 200-character id stored as ``acme:<id>`` unreadable."""
 
 
@@ -61,9 +61,9 @@ class Frozen(BaseModel):
 class Turn(Frozen):
     """One message of a conversation, as a character runtime reports it."""
 
-    turn_id: ScopedIdentifier
-    session_id: ScopedIdentifier
-    character_id: ScopedIdentifier
+    turn_id: NamespacedIdentifier
+    session_id: NamespacedIdentifier
+    character_id: NamespacedIdentifier
     user_id: Identifier
     role: Role
     text: str = Field(min_length=1, max_length=20_000)
@@ -103,10 +103,10 @@ class ExtractedFact(Frozen):
     the subject ("jazz" / "opinion": "The user loves jazz.") so that two likes never supersede each other.
     """
 
-    subject: str = Field(min_length=1, max_length=120, description='normalised, lower case: "user", "user\'s dog"')
+    subject: str = Field(min_length=1, max_length=120)  # normalised, lower case: "user", "user's dog"
     relation: str = Field(min_length=1, max_length=60, pattern=r"^[a-z_]+$")
-    value: str = Field(min_length=1, max_length=200, description='the object as said: "Lisbon"')
-    sentence: str = Field(min_length=1, max_length=500, description='"The user lives in Lisbon."')
+    value: str = Field(min_length=1, max_length=200)  # the object as said: "Lisbon"
+    sentence: str = Field(min_length=1, max_length=500)  # "The user lives in Lisbon."
 
 
 class TraceStatus(StrEnum):
@@ -171,11 +171,11 @@ class Memory(Frozen):
 class StrengthSignals(Frozen):
     """The stored strength vector: kept whole, collapsed to a scalar only at ranking time (scoring.strength)."""
 
-    retrievals: int = Field(default=0, ge=0, description="times recall returned the memory")
-    mentions: int = Field(default=1, ge=0, description="times the same content was written (a fact coming back)")
-    query_kinds: tuple[str, ...] = Field(default=(), description="distinct kinds of query that reached it (capped)")
+    retrievals: int = Field(default=0, ge=0)  # times recall returned the memory
+    mentions: int = Field(default=1, ge=0)  # times the same content was written (a fact coming back)
+    query_kinds: tuple[str, ...] = ()  # distinct kinds of query that reached it (capped)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
-    last_validated: AwareDatetime | None = Field(default=None, description="decay runs from here; None: created")
+    last_validated: AwareDatetime | None = None  # decay runs from here; None: created
     last_retrieved: AwareDatetime | None = None
     source: Source = "user_stated"
 
@@ -185,9 +185,9 @@ class MemoryState(Frozen):
 
     memory_id: str
     status: Status = "active"
-    prior_status: Status | None = Field(default=None, description="what an archived memory is restored to")
-    superseded_by: str | None = Field(default=None, description="the fact that replaced this one (or its fact)")
-    stale: bool = Field(default=False, description="a turn whose fact was superseded: it never outranks the fact")
+    prior_status: Status | None = None  # what an archived memory is restored to
+    superseded_by: str | None = None  # the fact that replaced this one (or its fact)
+    stale: bool = False  # a turn whose fact was superseded: it never outranks the fact
     pinned: bool = False
     signals: StrengthSignals = StrengthSignals()
     changed_at: AwareDatetime | None = None
@@ -199,29 +199,23 @@ class Trace(Frozen):
     memory_id: str
     status: TraceStatus
     register: Register = "neutral"
-    valence: float = Field(default=0.0, ge=-1.0, le=1.0, description="-1 (very negative) .. 1 (very positive)")
-    intensity: float = Field(default=0.0, ge=0.0, le=1.0, description="0 (flat) .. 1 (overwhelming)")
-    engagement: float = Field(default=0.0, ge=0.0, le=1.0, description="0 (disengaged) .. 1 (fully engaged)")
+    valence: float = Field(default=0.0, ge=-1.0, le=1.0)  # -1 (very negative) .. 1 (very positive)
+    intensity: float = Field(default=0.0, ge=0.0, le=1.0)  # 0 (flat) .. 1 (overwhelming)
+    engagement: float = Field(default=0.0, ge=0.0, le=1.0)  # 0 (disengaged) .. 1 (fully engaged)
     anchors: tuple[str, ...] = ()
-    facts: tuple[str, ...] = Field(
-        default=(), description='durable facts the user stated, one sentence each ("The user lives in Lisbon.")'
-    )
-    extracted: tuple[ExtractedFact, ...] = Field(
-        default=(), description="facts a model-backed classifier found, with their slots (written as facts)"
-    )
+    facts: tuple[str, ...] = ()  # durable facts the user stated, one sentence each ("The user lives in Lisbon.")
+    # facts a model-backed classifier found, with their slots (written as facts)
+    extracted: tuple[ExtractedFact, ...] = ()
     kind: MemoryKind = MemoryKind.FACTUAL
     written_at: AwareDatetime
-    classifier: str = Field(default="", description="name@version of what classified the memory")
-    attempts: int = Field(default=0, ge=0, description="write-time attempts so far (pending traces are retried)")
+    classifier: str = ""  # name@version of what classified the memory
+    attempts: int = Field(default=0, ge=0)  # write-time attempts so far (pending traces are retried)
     last_error: str = ""
-    resolution_cue: str = Field(
-        default="", max_length=200,
-        description='why the memory reads as a resolution ("the result came back fine (rule)"); empty when not',
-    )
-    resolves: tuple[str, ...] = Field(
-        default=(), description="earlier memories whose anxiety or anger this one resolved, as the write-time pass "
-                                "found them (the ledger's resolutions say whether each is still in force)",
-    )
+    # why the memory reads as a resolution ("the result came back fine (rule)"); empty when not
+    resolution_cue: str = Field(default="", max_length=200)
+    # earlier memories whose anxiety or anger this one resolved, as the write-time pass found them (the ledger's
+    # resolutions say whether each is still in force)
+    resolves: tuple[str, ...] = ()
 
 
 class Resolution(Frozen):
@@ -232,15 +226,15 @@ class Resolution(Frozen):
     # Output only: reading one back (a logged recall, the typed client) ignores the computed ``note``.
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    memory_id: str = Field(description="the memory resolved: no longer toned, still recallable")
-    resolved_by: str = Field(description="the memory that resolved it")
+    memory_id: str  # the memory resolved: no longer toned, still recallable
+    resolved_by: str  # the memory that resolved it
     # A Field, not a bare annotation: pydantic would take the inherited ABCMeta.register as the default.
-    register: Register = Field(description="the register of the memory resolved (anxiety or anger)")
-    at: AwareDatetime = Field(description="when the resolving memory was said; in force for recalls from then on")
-    cue: str = Field(description='why the resolving memory reads as resolution ("an apology (rule)")')
-    link: str = Field(description='why the two belong together ("shared anchor", "similar meaning (0.71)")')
+    register: Register = Field()  # the register of the memory resolved (anxiety or anger)
+    at: AwareDatetime  # when the resolving memory was said; in force for recalls from then on
+    cue: str  # why the resolving memory reads as resolution ("an apology (rule)")
+    link: str  # why the two belong together ("shared anchor", "similar meaning (0.71)")
     recorded_at: AwareDatetime
-    undone_at: AwareDatetime | None = Field(default=None, description="a director undid it: the tone is back")
+    undone_at: AwareDatetime | None = None  # a director undid it: the tone is back
     undone_by: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
@@ -252,12 +246,10 @@ class Resolution(Frozen):
 
 
 class IngestReport(Frozen):
-    stored: int = Field(description="turns stored by this call")
-    duplicates: int = Field(description="turns already stored (same turn id): not stored again")
-    memories: int = Field(description="memories made from the new user turns")
-    awaiting_embedding: int = Field(
-        default=0, description="memories stored while the embedder was down: lexical only until backfilled"
-    )
+    stored: int  # turns stored by this call
+    duplicates: int  # turns already stored (same turn id): not stored again
+    memories: int  # memories made from the new user turns
+    awaiting_embedding: int = 0  # memories stored while the embedder was down: lexical only until backfilled
 
 
 class CloseReport(Frozen):

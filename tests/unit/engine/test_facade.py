@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 PUBLIC = {
     "Engine", "Found", "Search", "build_engine", "build_profile_store", "check_settings",
-    "FactWrite", "stored_sentence", "ErasureReceipt", "SweepReport", "strength_params",
+    "FactWrite", "Writer", "may_write", "stored_sentence", "ErasureReceipt", "SweepReport", "strength_params",
 }
 
 
