@@ -23,6 +23,8 @@ serve: $(STAMP)
 # progress) and cached under $FELTSENSE_CACHE_DIR or ~/.cache/feltsense; pytest starts and stops it itself.
 # The redis-server for the tests marked `redis` is Debian's package, installed with apt-get when missing (as root,
 # as in CI); pytest starts it on a free loopback port and stops it itself.
+# The PostgreSQL for the tests marked `postgres` is Debian's package too, installed the same way; pytest runs
+# initdb into a temporary directory, starts it on a free loopback port (as the postgres user when root) and stops it.
 # The tests marked `browser` drive Debian's chromium through Playwright (never `playwright install`); it is installed
 # with apt-get when missing (with sudo unless root).
 test: $(STAMP)
@@ -31,6 +33,7 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m tests.servers.weaviate build
 	$(BIN)/python -m tests.servers.redis ensure
+	$(BIN)/python -m tests.servers.postgres ensure
 	command -v chromium >/dev/null || { S=$$([ "$$(id -u)" = 0 ] || echo sudo); $$S apt-get update && $$S apt-get install -y chromium; }
 	$(BIN)/python -m pytest -v  # -v: the log shows each backend's contract tests by name
 

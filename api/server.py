@@ -11,8 +11,7 @@ from typing import TextIO
 from api.app import create_app
 from api.auth import DEV_KEY_FILE, KeyStore
 from api.jobs import ArqJobs, check_shared_store
-from api.sqlite_keys import SqliteKeyStore
-from engine import build_engine, build_profile_store, check_settings
+from engine import build_engine, build_key_records, build_profile_store, check_settings
 from engine.jobs import InProcessJobs, JobQueue
 from engine.replay_runner import ComponentsFromSettings, ProcessWorkers, ReplayRunner
 from engine.settings import Settings
@@ -21,7 +20,9 @@ DEV_KEY_LINE = "feltsense development key (org dev, role runtime): {key}"
 
 
 def key_store(settings: Settings) -> KeyStore:
-    return SqliteKeyStore(settings.data_dir / "keys.sqlite3")
+    """The API keys: in PostgreSQL when ``FELTSENSE_POSTGRES__URL`` is set (shared by every API process on that
+    database), else in ``keys.sqlite3`` in the data directory."""
+    return KeyStore(build_key_records(settings))
 
 
 def announce_development_key(keys: KeyStore, data_dir: Path, out: TextIO) -> None:

@@ -11,15 +11,22 @@ from urllib.parse import urlsplit
 
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.domain.errors import ConfigurationError
-from engine.domain.ports import Classifier, Embedder, MemoryStore, Profiles, ProfileStore
-from engine.service import Engine
+from engine.domain.ports import Classifier, Embedder, KeyRecords, Ledger, MemoryStore, Profiles, ProfileStore
+from engine.service import Engine, RecallRetention
 from engine.settings import Settings
 
 LEDGER_FILE = "ledger.sqlite3"
-"""In the data directory on every store: the audit trail, the review queue, the recall log."""
+"""In the data directory when ``FELTSENSE_POSTGRES__URL`` is unset: the ledger."""
 
 TUNING_FILE = "tuning.sqlite3"
-"""In the data directory on every store: the versioned tuning profiles, shared by the API and the workers."""
+"""In the data directory when ``FELTSENSE_POSTGRES__URL`` is unset: the versioned tuning profiles."""
+
+KEYS_FILE = "keys.sqlite3"
+"""In the data directory when ``FELTSENSE_POSTGRES__URL`` is unset: the API keys."""
+
+POSTGRES_TUNING_CACHE_S = 1.0
+"""How long a process serves a tuning profile from its cache before asking PostgreSQL for newer versions: a
+director's save through one process reaches every other one's recalls within this."""
 
 LOCAL_CLASSIFIERS = ("local", "local-v1")
 """They read the local embedder's MiniLM vectors (traces.classifier.EMBEDDING_DIMENSION, 384-d) beside the text."""
@@ -126,11 +133,48 @@ def build_store(settings: Settings, embedder: Embedder) -> MemoryStore:
     raise ConfigurationError(f"unknown store {settings.store!r}")  # pragma: no cover
 
 
+def build_key_records(settings: Settings) -> KeyRecords:
+    """The API keys every API process shares: in PostgreSQL when ``FELTSENSE_POSTGRES__URL`` is set (every host
+    on that database shares them), else in ``keys.sqlite3`` in the data directory. Neither caches a lookup, so a
+    revocation holds for every process at once."""
+    pg = settings.postgres
+    if pg.url is not None:
+        from engine.adapters.postgres.keys import PostgresKeyRecords
+
+        return PostgresKeyRecords(pg.url.get_secret_value(), min_size=pg.pool_min_size,
+                                  max_size=pg.pool_max_size, timeout_s=pg.timeout_s)
+    from engine.adapters.sqlite_keys import SqliteKeyRecords
+
+    return SqliteKeyRecords(settings.data_dir / KEYS_FILE)
+
+
 def build_profile_store(settings: Settings) -> ProfileStore:
-    """The tuning profiles the service and its workers share (SQLite in the data directory, whatever the store)."""
+    """The tuning profiles the service and its workers share: in PostgreSQL when ``FELTSENSE_POSTGRES__URL`` is set
+    (a save through one process is used by every other one within ``POSTGRES_TUNING_CACHE_S``), else in
+    ``tuning.sqlite3`` in the data directory."""
+    pg = settings.postgres
+    if pg.url is not None:
+        from engine.adapters.postgres.tuning import PostgresTuningStore
+
+        return PostgresTuningStore(pg.url.get_secret_value(), min_size=pg.pool_min_size,
+                                   max_size=pg.pool_max_size, timeout_s=pg.timeout_s,
+                                   cache_s=POSTGRES_TUNING_CACHE_S)
     from engine.adapters.sqlite_tuning import SqliteTuningStore
 
     return SqliteTuningStore(settings.data_dir / TUNING_FILE)
+
+
+def build_ledger(settings: Settings) -> Ledger:
+    """The ledger (audit trail, review queue, recall log, resolutions, erasure tombstones, the partitions the sweep
+    visits): in PostgreSQL when ``FELTSENSE_POSTGRES__URL`` is set, shared by every process on that database, else
+    in ``ledger.sqlite3`` in the data directory."""
+    pg = settings.postgres
+    if pg.url is not None:
+        from engine.adapters.postgres.ledger import PostgresLedger
+
+        return PostgresLedger(pg.url.get_secret_value(), min_size=pg.pool_min_size, max_size=pg.pool_max_size,
+                              timeout_s=pg.timeout_s)
+    return SqliteLedger(settings.data_dir / LEDGER_FILE)
 
 
 def build_engine(
@@ -150,7 +194,8 @@ def build_engine(
         embedder=embedder,
         classifier=classifier or build_classifier(settings),
         profiles=profiles,
-        ledger=SqliteLedger(settings.data_dir / LEDGER_FILE),
+        ledger=build_ledger(settings),
+        recall_retention=RecallRetention(days=settings.recall_log.days, max_bytes=settings.recall_log.max_bytes),
     )
 
 

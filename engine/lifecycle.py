@@ -66,6 +66,7 @@ class SweepReport(BaseModel):
     proposed: int
     repaired: int
     usage_flushed: int
+    recalls_expired: int = 0
 
 
 class Lifecycle:

@@ -8,9 +8,9 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from engine.domain.errors import InvalidInput, NotFound
+from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
 from engine.domain.models import (
     AuditEvent,
     CloseReport,
@@ -82,6 +82,15 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class RecallRetention:
+    """How long the recall log keeps a recall, and the most its bodies may total (UTF-8 bytes; None: no bound).
+    The nightly sweep enforces both (``RecallLog.expire_recalls``); ``engine.settings.RecallLogSettings``."""
+
+    days: int = 30
+    max_bytes: int | None = 1_073_741_824
+
+
 class Engine:
     """One engine over one store. Thread-safe for concurrent recalls; writes are serialised by the store."""
 
@@ -94,8 +103,10 @@ class Engine:
         profiles: Profiles | None = None,
         ledger: Ledger,
         clock: Callable[[], datetime] = utc_now,
+        recall_retention: RecallRetention = RecallRetention(),
     ) -> None:
         self.store = store
+        self.recall_retention = recall_retention
         self.embedder = embedder
         self.classifier = classifier
         self.profiles = profiles or ProfileSource()
@@ -368,7 +379,20 @@ class Engine:
         # A partition's levels share its prefix (canon: the character's id, shared: the organisation's).
         levels = {p for c, u in known for _, p in visible(c, u)}
         with self._write_lock:
-            return self.lifecycle.sweep(sorted(set(partitions) | levels, key=lambda p: (p.character_id, p.user_id)))
+            report = self.lifecycle.sweep(sorted(set(partitions) | levels,
+                                                 key=lambda p: (p.character_id, p.user_id)))
+        # The recall log's retention: by age, and for the whole log by size too. A namespace's sweep expires
+        # only its partitions (keys start with the character id, so with the namespace's prefix).
+        expired = self.ledger.expire_recalls(
+            before=self.clock() - timedelta(days=self.recall_retention.days),
+            max_bytes=self.recall_retention.max_bytes if namespace is None else None,
+            partition_prefix=namespace)
+        if expired:  # what was removed held what users said: out of the write-ahead log too, as erasure does
+            try:
+                self.ledger.purge()
+            except BackendUnavailable as error:
+                log.warning("recall retention: %s; the next checkpoint removes the expired pages", error)
+        return report.model_copy(update={"recalls_expired": expired})
 
     def review_items(self, partitions: list[Partition], decision: str | None = "pending") -> list[ReviewItem]:
         return self.lifecycle.review_items(partitions, decision)

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_TRANSCRIPT_DIRS = (Path("tests/transcripts"), Path("../shared/transcripts/examples"))
@@ -42,6 +42,73 @@ class MistralSettings(BaseModel):
     batch_size: int = Field(default=64, ge=1, le=512, description="texts per embeddings request")
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class PostgresSettings(BaseModel):
+    """``FELTSENSE_POSTGRES__URL`` and its pool. The URL carries the password, so an invalid one is reported by its
+    scheme alone: it is wrapped in a ``SecretStr`` before it is checked, and errors show ``'**********'``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: SecretStr | None = Field(
+        default=None,
+        description=(
+            "the control plane's database: keys, tuning versions and the ledger; unset keeps them in SQLite files "
+            "in the data directory (postgresql://user:password@host:port/dbname)"
+        ),
+    )
+    pool_min_size: int = Field(default=1, ge=1, le=100, description="connections each process keeps open")
+    pool_max_size: int = Field(default=8, ge=1, le=200, description="connections each process may open at most")
+    timeout_s: float = Field(
+        default=10.0, gt=0, le=300, description="to connect at startup, and to wait for a free pooled connection"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hide_url(cls, data: object) -> object:
+        # pydantic's errors echo the input; a SecretStr input is echoed as stars.
+        # An empty FELTSENSE_POSTGRES__URL counts as unset.
+        if isinstance(data, dict) and isinstance(data.get("url"), str):
+            return {**data, "url": SecretStr(data["url"]) if data["url"] else None}
+        return data
+
+    @field_validator("url")
+    @classmethod
+    def _check_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        url = value.get_secret_value()
+        if not url.startswith(POSTGRES_SCHEMES):
+            scheme = url.split("://", 1)[0] + "://" if "://" in url else "no scheme"
+            raise ValueError(
+                f"FELTSENSE_POSTGRES__URL must start with postgresql:// or postgres:// "
+                f"(postgresql://user:password@host:port/dbname), not {scheme}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check_pool(self) -> PostgresSettings:
+        if self.pool_max_size < self.pool_min_size:
+            raise ValueError(
+                f"FELTSENSE_POSTGRES__POOL_MAX_SIZE ({self.pool_max_size}) is below "
+                f"FELTSENSE_POSTGRES__POOL_MIN_SIZE ({self.pool_min_size})"
+            )
+        return self
+
+
+class RecallLogSettings(BaseModel):
+    """The recall log's retention, which the nightly sweep enforces."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    days: int = Field(default=30, ge=1, le=3650, description="recalls logged longer ago than this are removed")
+    max_bytes: int | None = Field(
+        default=1_073_741_824, ge=1_048_576,
+        description="then the oldest recalls until the bodies left total at most this (UTF-8 bytes); unset: no bound",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="FELTSENSE_", env_nested_delimiter="__", extra="ignore", populate_by_name=True
@@ -61,6 +128,8 @@ class Settings(BaseSettings):
     )
     weaviate: WeaviateSettings = WeaviateSettings()
     mistral: MistralSettings = MistralSettings()
+    recall_log: RecallLogSettings = RecallLogSettings()
+    postgres: PostgresSettings = PostgresSettings()
     mistral_api_key: SecretStr | None = Field(
         default=None,
         validation_alias=AliasChoices("MISTRAL_API_KEY", "FELTSENSE_MISTRAL_API_KEY"),

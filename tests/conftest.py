@@ -12,6 +12,7 @@ from tests.fakes import hashing_engine_in
 from tests.servers.process import ServerProcess
 
 if TYPE_CHECKING:
+    from tests.servers.postgres import PostgresServer
     from tests.servers.redis import RedisServer
     from tests.servers.weaviate import WeaviateServer
 
@@ -79,8 +80,32 @@ def redis_server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
     yield from _session_server(request, redis.ensure, redis.start)
 
 
+@pytest.fixture(scope="session")
+def postgres_server(request: pytest.FixtureRequest) -> Iterator[PostgresServer]:
+    """A real PostgreSQL on 127.0.0.1 for the whole session, for tests marked ``postgres``.
+
+    When initdb and postgres are missing, Debian's package is installed first (as root; apt's progress is shown even
+    while pytest captures output); see ``tests/servers/postgres.py``. Each test takes its own database with
+    ``postgres_server.fresh_database()`` (or the ``postgres_url`` fixture).
+    """
+    from tests.servers import postgres
+
+    yield from _session_server(request, postgres.ensure, postgres.start)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL: one per test."""
+    return postgres_server.fresh_database()
+
+
+# The session fixture each server marker stands for.
+SERVER_MARKERS = {"weaviate_server": "weaviate", "postgres_server": "postgres"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Markers select what runs: a test that needs the server must say so, or `-m "not weaviate"` would start it.
     for item in items:
-        if "weaviate_server" in getattr(item, "fixturenames", ()) and item.get_closest_marker("weaviate") is None:
-            raise pytest.UsageError(f"{item.nodeid} uses the weaviate_server fixture but is not marked weaviate")
+        for fixture, marker in SERVER_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
+                raise pytest.UsageError(f"{item.nodeid} uses the {fixture} fixture but is not marked {marker}")

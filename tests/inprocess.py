@@ -19,7 +19,6 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
@@ -28,6 +27,7 @@ from engine.jobs import InProcessJobs
 from engine.replay_runner import ReplayRunner
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
+from tests.keys import sqlite_key_store
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def in_process(root: Path, *, engine_class: type[Engine] = Engine, ledger_class:
     store = EmbeddedStore(root / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     engine = engine_class(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
                           ledger=ledger_class(root / "ledger.sqlite3"))
-    keys = SqliteKeyStore(root / "keys.sqlite3")
+    keys = sqlite_key_store(root / "keys.sqlite3")
     try:
         app = create_app(engine, keys=keys, tuning=tuning, transcript_dirs=transcript_dirs,
                          jobs=InProcessJobs(engine) if queued else None, replays=replays)

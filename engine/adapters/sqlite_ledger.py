@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.adapters.sqlite_transaction import immediate
 from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
 from engine.domain.models import AuditEvent, Decision, MemoryState, Resolution, ReviewItem, ReviewKind
 
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS recalls (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS recalls_partition ON recalls (partition, at);
+CREATE INDEX IF NOT EXISTS recalls_at ON recalls (at);
 CREATE TABLE IF NOT EXISTS partitions (character_id TEXT NOT NULL, user_id TEXT NOT NULL,
                                        PRIMARY KEY (character_id, user_id));
 CREATE TABLE IF NOT EXISTS erased_facts (
@@ -449,6 +451,29 @@ class SqliteLedger:
                                           (partition, memory_id))
                 removed += int(cursor.rowcount)
             return removed
+
+    def expire_recalls(self, *, before: datetime, max_bytes: int | None,
+                       partition_prefix: str | None = None) -> int:
+        """The retention (``RecallLog.expire_recalls``): recalls logged before ``before``, then, for the whole log
+        only, the oldest (by ``at``, then ``recall_id``) until the bodies left total at most ``max_bytes`` UTF-8
+        bytes. One write transaction; ``secure_delete`` overwrites what it removes, and the sweep purges the
+        write-ahead log after it. ``at`` is kept as UTC ISO text, which sorts as time does."""
+        cutoff = before.astimezone(UTC).isoformat()
+        with self._lock, immediate(self._db):
+            if partition_prefix is None:
+                removed = int(self._db.execute("DELETE FROM recalls WHERE at < ?", (cutoff,)).rowcount)
+            else:
+                removed = int(self._db.execute(
+                    "DELETE FROM recalls WHERE at < ? AND substr(partition, 1, length(?)) = ?",
+                    (cutoff, partition_prefix, partition_prefix)).rowcount)
+            if max_bytes is not None and partition_prefix is None:
+                # Newest first, a running total of the body sizes: every recall past the bound goes.
+                removed += int(self._db.execute(
+                    "DELETE FROM recalls WHERE recall_id IN (SELECT recall_id FROM ("
+                    "SELECT recall_id, SUM(length(CAST(body AS BLOB))) OVER ("
+                    "ORDER BY at DESC, recall_id DESC ROWS UNBOUNDED PRECEDING) AS kept FROM recalls"
+                    ") WHERE kept > ?)", (max_bytes,)).rowcount)
+        return removed
 
     # -- partitions ----------------------------------------------------------------------------------------
 

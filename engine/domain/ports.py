@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -354,6 +354,15 @@ class RecallLog(Protocol):
         """Remove a partition's recalls, or only those that showed one of ``memory_ids``; returns how many."""
         ...
 
+    def expire_recalls(self, *, before: datetime, max_bytes: int | None,
+                       partition_prefix: str | None = None) -> int:
+        """The retention, in one write transaction: remove every recall logged before ``before`` (its ``at``);
+        then, when ``max_bytes`` is set, the oldest recalls left (by ``at``, then ``recall_id``) until the bodies
+        left total at most ``max_bytes`` bytes (the UTF-8 length of each body as stored). With
+        ``partition_prefix``, only recalls whose partition key starts with it are removed, by ``before`` alone:
+        the size bound bounds the whole log, so it is not applied. Returns how many were removed."""
+        ...
+
 
 class ResolutionLog(Protocol):
     """Earlier tones settled by later memories (``traces.resolution``), and which a director undid."""
@@ -472,6 +481,60 @@ class ProfileStore(Profiles, Protocol):
 
     def history(self, character_id: str) -> list[TuningVersion]:
         """Every readable version, newest first (empty when never tuned)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# -- API keys: the records behind the API's key policy (``api.auth.KeyStore``) ----------------------------------
+# The engine only keeps them: organisations and roles are opaque strings here, validated by the API; the secret is
+# only ever its SHA-256. Every time is timezone-aware.
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """One API key as stored: everything but the secret itself."""
+
+    key_id: str
+    org: str
+    role: str
+    secret_sha256: str
+    label: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class KeyRecords(Protocol):
+    """Where API keys persist. Every read goes to the backend (nothing is cached), so what one process writes,
+    a revocation above all, holds at once for every process sharing the backend."""
+
+    def insert(self, record: KeyRecord) -> None:
+        """Store a new key. Conflict when its ``key_id`` is taken."""
+        ...
+
+    def get(self, key_id: str) -> KeyRecord | None:
+        """The key with this id, revoked or not; None for an unknown id."""
+        ...
+
+    def all(self) -> list[KeyRecord]:
+        """Every key, revoked ones included, oldest first (by ``created_at``, then ``key_id``)."""
+        ...
+
+    def revoke(self, key_id: str, at: datetime) -> KeyRecord | None:
+        """Mark the key revoked at ``at`` and return it as stored: a key already revoked keeps its first time.
+        None for an unknown id (nothing is written)."""
+        ...
+
+    def issue_once(self, purpose: str, record: KeyRecord, before_commit: Callable[[], None]) -> KeyRecord:
+        """The one key ever issued for ``purpose``, in one write transaction held against every other process.
+
+        When a key was issued for ``purpose`` already, it is returned as stored (revoked or not) and nothing is
+        written. Otherwise a store from before purposes were recorded may hold it by its organisation and label
+        alone: the newest key with ``record``'s ``org`` and ``label`` is adopted (registered for ``purpose``) and
+        returned. Otherwise ``record`` is inserted and registered for ``purpose``, ``before_commit()`` is called
+        (it writes the secret somewhere) and the transaction commits; if ``before_commit`` raises, nothing is
+        stored and the exception passes through. ``record`` was issued exactly when the returned key has its
+        ``key_id``."""
         ...
 
     def close(self) -> None: ...

@@ -46,10 +46,10 @@ from litestar.testing import transport as litestar_transport
 
 from api.app import create_app
 from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
 from engine.domain.errors import BackendUnavailable
 from engine.jobs import FINISHED, InProcessJobs
 from engine.service import Engine
+from tests.keys import sqlite_key_store
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 Generate = Callable[[str, str, str], str]  # (system, memories, message) -> the character's reply
@@ -97,7 +97,7 @@ class Service:
 
 @pytest.fixture
 def service(hashing_engine: Engine, tmp_path: Path) -> Iterator[Service]:
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     yield Service(create_app(hashing_engine, keys=keys), keys)
     keys.close()
 

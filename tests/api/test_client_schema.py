@@ -23,10 +23,10 @@ from litestar.testing import TestClient
 from pydantic import BaseModel
 
 from api.app import create_app
-from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.sqlite_ledger import SqliteLedger
 from engine.jobs import InProcessJobs
 from engine.service import Engine
+from tests.keys import sqlite_key_store
 
 SERVED_AS = {"Turn": "ReportedTurn", "RecallQuery": "RecallRequest", "CloseAccepted": "CloseQueued"}
 """Client models whose served component has another name (the API's request models, and the queued close)."""
@@ -100,7 +100,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     embedder = HashingEmbedder()
     store = EmbeddedStore(Path(tmp) / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     service = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=KeywordClassifier())
-    keys = SqliteKeyStore(Path(tmp) / "keys.sqlite3")
+    keys = sqlite_key_store(Path(tmp) / "keys.sqlite3")
     schemas: dict[str, Any] = {"paths": {}, "queued_paths": {}, "components": {}}
     try:
         for key, app in (("paths", create_app(service, keys=keys)),

@@ -22,7 +22,6 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.auth import KeyStore
 from api.compact import compact_recall
-from api.sqlite_keys import SqliteKeyStore
 from api.tenancy import scoped, unscope_result
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
@@ -31,6 +30,7 @@ from engine.adapters.sqlite_tuning import SqliteTuningStore
 from engine.domain.models import Partition, RecallResult
 from engine.service import Engine
 from tests.fakes import KeywordClassifier, hashing_engine_in
+from tests.keys import sqlite_key_store
 
 SAID = datetime(2025, 3, 2, 18, tzinfo=UTC)
 LUNA = ("My dog Luna died last week.", "Luna and I walked in the park every single morning.")
@@ -92,7 +92,7 @@ def api(tmp_path: Path) -> Iterator[Api]:
     store = EmbeddedStore(tmp_path / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
     engine = Engine(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning, clock=clock,
                     ledger=SqliteLedger(tmp_path / "ledger.sqlite3"))
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     with TestClient(create_app(engine, keys=keys, tuning=tuning, transcript_dirs=())) as client:
         yield Api(client, engine, clock, keys)
     engine.close()
@@ -305,7 +305,7 @@ def test_a_search_answers_one_page_and_says_so_when_offset_is_given(api: Api) ->
 
 def test_a_search_with_the_embedder_down_answers_lexically_then_by_substring_and_says_so(tmp_path: Path) -> None:
     engine = hashing_engine_in(tmp_path / "data", embedder_down=True)
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
     where = {"character_id": "ava", "user_id": "tester-1"}
     with TestClient(create_app(engine, keys=keys, transcript_dirs=())) as client:

@@ -13,8 +13,8 @@ from litestar.testing import TestClient
 from openapi_ui_bundles import swagger_ui
 
 from api.app import create_app
-from api.sqlite_keys import SqliteKeyStore
 from engine.service import Engine
+from tests.keys import sqlite_key_store
 
 REFERENCE = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']*)["']""")
 ANY_URL = re.compile(r"https?://[^\s\"'<>]+")
@@ -22,7 +22,7 @@ ANY_URL = re.compile(r"https?://[^\s\"'<>]+")
 
 @pytest.fixture
 def client(hashing_engine: Engine, tmp_path: Path) -> Iterator[TestClient[Any]]:
-    with TestClient(create_app(hashing_engine, keys=SqliteKeyStore(tmp_path / "keys.sqlite3"))) as c:
+    with TestClient(create_app(hashing_engine, keys=sqlite_key_store(tmp_path / "keys.sqlite3"))) as c:
         yield c  # no key: everything here is public
 
 

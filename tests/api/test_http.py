@@ -10,9 +10,9 @@ import pytest
 from litestar.testing import TestClient
 
 from api.app import create_app
-from api.sqlite_keys import SqliteKeyStore
 from engine.service import Engine
 from tests.fakes import hashing_engine_in
+from tests.keys import sqlite_key_store
 
 
 def turn(i: int, role: str, text: str, *, session: str = "s1", at: str = "2025-03-02T18:00:00Z") -> dict[str, Any]:
@@ -22,7 +22,7 @@ def turn(i: int, role: str, text: str, *, session: str = "s1", at: str = "2025-0
 
 @pytest.fixture
 def client(hashing_engine: Engine, tmp_path: Path) -> Iterator[TestClient[Any]]:
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
     with TestClient(create_app(hashing_engine, keys=keys)) as c:
         c.headers.update(headers)
@@ -85,7 +85,7 @@ def test_bad_recall_is_422_and_unknown_session_close_is_404(client: TestClient[A
 
 def test_the_access_log_says_which_mode_answered(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     engine = hashing_engine_in(tmp_path, embedder_down=True)
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
     with TestClient(create_app(engine, keys=keys)) as c, caplog.at_level("INFO", logger="feltsense.access"):
         c.headers.update(headers)

@@ -10,11 +10,11 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
 from engine.domain.models import TraceStatus
 from engine.jobs import InProcessJobs
 from engine.service import Engine
 from tests.fakes import hashing_engine_in
+from tests.keys import sqlite_key_store
 
 TURNS = {"turns": [
     {"turn_id": "t0", "session_id": "s1", "character_id": "ava", "user_id": "u1", "role": "user",
@@ -31,7 +31,7 @@ def bearer(keys: KeyStore) -> dict[str, str]:
 def test_with_the_in_process_queue_a_close_is_queued_and_written_in_the_background(
     hashing_engine: Engine, tmp_path: Path
 ) -> None:
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     jobs = InProcessJobs(hashing_engine)
     with TestClient(create_app(hashing_engine, keys=keys, jobs=jobs)) as client:
         client.headers.update(bearer(keys))
@@ -62,7 +62,7 @@ def test_with_the_in_process_queue_a_close_is_queued_and_written_in_the_backgrou
 
 
 def test_the_close_needs_a_runtime_key_when_queued_too(hashing_engine: Engine, tmp_path: Path) -> None:
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     with TestClient(create_app(hashing_engine, keys=keys, jobs=InProcessJobs(hashing_engine))) as client:
         assert client.post("/v1/sessions/s1/close").status_code == 401
         director = {"Authorization": f"Bearer {keys.create('acme', 'director')}"}
@@ -73,7 +73,7 @@ def test_the_close_needs_a_runtime_key_when_queued_too(hashing_engine: Engine, t
 def test_readiness_needs_no_key_and_checks_the_store_and_the_embedder(
     hashing_engine: Engine, tmp_path: Path
 ) -> None:
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     with TestClient(create_app(hashing_engine, keys=keys)) as client:
         ready = client.get("/readyz")
         assert ready.status_code == 200
@@ -83,7 +83,7 @@ def test_readiness_needs_no_key_and_checks_the_store_and_the_embedder(
 
 def test_readiness_is_503_with_retry_after_when_the_embedder_is_down(tmp_path: Path) -> None:
     engine = hashing_engine_in(tmp_path / "data", embedder_down=True)
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     try:
         with TestClient(create_app(engine, keys=keys)) as client:
             response = client.get("/readyz")

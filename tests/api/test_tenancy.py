@@ -11,10 +11,10 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.sqlite_tuning import SqliteTuningStore
 from tests.fakes import hashing_engine_in
 from tests.inprocess import in_process
+from tests.keys import sqlite_key_store
 
 SECRET = "My secret is the blue door and Luna died."
 
@@ -154,7 +154,7 @@ def test_a_key_made_by_the_cli_works_until_revoked_by_the_cli(
     key_id = token.split("_")[1]
 
     engine = hashing_engine_in(tmp_path / "store")
-    keys = SqliteKeyStore(data / "keys.sqlite3")  # what `feltsense serve --data-dir` opens
+    keys = sqlite_key_store(data / "keys.sqlite3")  # what `feltsense serve --data-dir` opens
     query = {"character_id": "ava", "user_id": "u", "message": "hi"}
     with TestClient(create_app(engine, keys=keys, tuning=SqliteTuningStore(tmp_path / "t.sqlite3"))) as client:
         assert client.post("/v1/recall", json=query, headers={"Authorization": f"Bearer {token}"}).status_code == 200

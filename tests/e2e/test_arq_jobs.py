@@ -24,7 +24,6 @@ from numpy.typing import NDArray
 
 from api.app import create_app
 from api.jobs import WRITE_RESULT_KEPT_S, ArqJobs
-from api.sqlite_keys import SqliteKeyStore
 from api.worker import NIGHTLY_MAINTENANCE, WRITE_MAX_TRIES, WorkerSettings
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
@@ -34,6 +33,7 @@ from engine.domain.models import CloseReport, TraceStatus
 from engine.service import Engine
 from tests.arq_worker import burst
 from tests.fakes import FakeClassification, KeywordClassifier
+from tests.keys import sqlite_key_store
 from tests.servers import redis as redis_servers
 from tests.servers.redis import RedisServer
 from tests.sessions import CLOSED_AT, LUNA, T0, turns
@@ -242,7 +242,7 @@ def test_an_unavailable_backend_is_retried_and_fails_the_job_after_the_last_try(
 def test_the_http_close_answers_202_with_the_derived_job_id(
     redis_url: str, redis_server: RedisServer, providers: Providers, tmp_path: Path
 ) -> None:
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
     batch = {"turns": [
         {"turn_id": f"t{i}", "session_id": "s1", "character_id": "ava", "user_id": "u1", "role": role, "text": text,
@@ -278,7 +278,7 @@ def test_the_http_close_answers_202_with_the_derived_job_id(
 def test_readiness_is_503_with_retry_after_when_redis_is_gone(providers: Providers, tmp_path: Path) -> None:
     # A throwaway server of its own, so stopping it leaves the session's server alone.
     server = redis_servers.start(redis_servers.ensure(log=lambda line: None))
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     try:
         with TestClient(create_app(providers.engine, keys=keys, jobs=ArqJobs(server.url))) as client:
             assert client.get("/readyz").status_code == 200
@@ -298,7 +298,7 @@ def test_a_waited_close_after_a_recent_pass_never_reports_new_turns_as_written(
 ) -> None:
     # arq keeps a finished job's id for WRITE_RESULT_KEPT_S and refuses a job with it: a second close soon after
     # the first queues nothing, and the finished job's old report must not pass for the new turns'.
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme', 'runtime')}"}
 
     def batch(first: int, texts: list[tuple[str, str]]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
-from engine.domain.errors import Forbidden
+from engine.domain.errors import Forbidden, NotFound
 from engine.domain.models import ExtractedFact, MemoryState, Partition, RecallQuery, Turn
 from engine.domain.ports import SearchRequest
 from engine.domain.scopes import partition_for
@@ -296,3 +296,22 @@ def test_review_revert_restores_the_prior_strength(engine: Engine) -> None:
 
     engine.decide(item.item_id, "reverted", [toast.partition], by="runtime:test")
     assert engine.states([toast.memory_id])[toast.memory_id] == before
+
+
+def test_the_sweep_expires_recalls_older_than_the_retention_and_keeps_todays(engine: Engine) -> None:
+    now = engine.clock()
+    say(engine, "s1", ["My dog Luna loves the beach."], now - timedelta(days=41))
+    old = [engine.recall(RecallQuery(character_id="ava", user_id="tester", message=f"Luna {i}",
+                                     at=now - timedelta(days=40))).recall_id for i in range(2)]
+    new = engine.recall(RecallQuery(character_id="ava", user_id="tester", message="Luna", at=now)).recall_id
+    engine.ledger.touch("ava", "tester")
+
+    report = engine.sweep()
+
+    me = Partition(character_id="ava", user_id="tester")
+    assert report.recalls_expired == 2
+    for recall_id in old:
+        with pytest.raises(NotFound):
+            engine.recall_record(recall_id, me)
+    assert engine.recall_record(new, me).recall_id == new
+    assert engine.sweep().recalls_expired == 0

@@ -32,7 +32,6 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.auth import KeyStore
 from api.jobs import ArqJobs
-from api.sqlite_keys import SqliteKeyStore
 from api.tenancy import scoped
 from api.worker import NIGHTLY_MAINTENANCE
 from engine.adapters.embedded_store import EmbeddedStore
@@ -49,6 +48,7 @@ from engine.service import Engine
 from tests.arq_worker import burst
 from tests.fake_mistral import FakeMistral
 from tests.fakes import KeywordClassifier
+from tests.keys import sqlite_key_store
 from tests.servers import redis as redis_servers
 from tests.servers import weaviate as weaviate_servers
 from tests.servers.feltsense import FeltsenseService
@@ -183,7 +183,7 @@ def private_redis() -> Iterator[RedisServer]:
 
 @pytest.fixture
 def keys(tmp_path: Path) -> Iterator[KeyStore]:
-    store = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    store = sqlite_key_store(tmp_path / "keys.sqlite3")
     yield store
     store.close()
 

@@ -24,7 +24,6 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.hashing_embedder import HashingEmbedder
 from engine.adapters.sqlite_ledger import SqliteLedger
@@ -32,6 +31,7 @@ from engine.adapters.sqlite_tuning import SqliteTuningStore
 from engine.domain.ports import MemoryStore
 from engine.service import Engine
 from tests.fakes import KeywordClassifier
+from tests.keys import sqlite_key_store
 
 pytestmark = pytest.mark.isolation
 
@@ -102,7 +102,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                               dimension=embedder.dimension, collection_prefix=prefix, timeout_s=30)
     engine = _engine(store, tmp)
     tuning = SqliteTuningStore(tmp / "tuning.sqlite3")
-    keys = SqliteKeyStore(tmp / "keys.sqlite3")
+    keys = sqlite_key_store(tmp / "keys.sqlite3")
     with TestClient(create_app(engine, keys=keys, tuning=tuning)) as client:
         world = World(client, keys)
         yield world

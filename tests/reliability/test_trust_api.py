@@ -25,10 +25,10 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from api.auth import KeyStore
-from api.sqlite_keys import SqliteKeyStore
 from engine.domain.models import RecallQuery, RecallResult
 from engine.service import Engine
 from tests.inprocess import CachedKeys, in_process
+from tests.keys import sqlite_key_store
 from tests.servers.feltsense import FeltsenseService
 
 pytestmark = pytest.mark.hostile
@@ -52,7 +52,7 @@ def _served(data_dir: Path, *flags: str) -> Iterator[Path]:
 
 
 def _keys(data_dir: Path) -> list[Any]:
-    store = SqliteKeyStore(data_dir / "keys.sqlite3")
+    store = sqlite_key_store(data_dir / "keys.sqlite3")
     try:
         return list(store.list())
     finally:
@@ -96,7 +96,7 @@ def test_the_development_key_is_printed_to_a_terminal_and_the_same_one_after_a_r
 
     printed = []
     for _ in range(2):  # a restart: a new KeyStore over the same files
-        keys, out = SqliteKeyStore(tmp_path / "keys.sqlite3"), _Terminal()
+        keys, out = sqlite_key_store(tmp_path / "keys.sqlite3"), _Terminal()
         announce_development_key(keys, tmp_path, out)
         keys.close()
         printed.append(out.getvalue())
@@ -109,7 +109,7 @@ def test_the_development_key_is_printed_to_a_terminal_and_the_same_one_after_a_r
 def test_a_revoked_or_lost_development_key_is_never_made_again(tmp_path: Path, how: str) -> None:
     from api.server import announce_development_key
 
-    keys = SqliteKeyStore(tmp_path / "keys.sqlite3")
+    keys = sqlite_key_store(tmp_path / "keys.sqlite3")
     if how == "revoked-legacy":  # a store from before the issue is recorded: its key is known by its label
         (tmp_path / "dev-key").write_text(keys.create("dev", "runtime", label="development key") + "\n")
     else:
@@ -122,7 +122,7 @@ def test_a_revoked_or_lost_development_key_is_never_made_again(tmp_path: Path, h
     keys.close()
 
     for _ in range(2):  # serve --dev, and again
-        keys, out = SqliteKeyStore(tmp_path / "keys.sqlite3"), _Terminal()
+        keys, out = sqlite_key_store(tmp_path / "keys.sqlite3"), _Terminal()
         announce_development_key(keys, tmp_path, out)
         assert [k.key_id for k in keys.list()] == [issued.key_id]  # nothing new was minted
         if how != "file-lost":

@@ -31,3 +31,14 @@ def test_an_empty_value_offers_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FELTSENSE_TRANSCRIPT_DIRS", "")
 
     assert Settings().transcript_dirs == ()
+
+
+def test_the_recall_log_retention_reads_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (Settings().recall_log.days, Settings().recall_log.max_bytes) == (30, 1_073_741_824)
+    monkeypatch.setenv("FELTSENSE_RECALL_LOG__DAYS", "7")
+    monkeypatch.setenv("FELTSENSE_RECALL_LOG__MAX_BYTES", "2097152")
+
+    assert (Settings().recall_log.days, Settings().recall_log.max_bytes) == (7, 2_097_152)
+    monkeypatch.setenv("FELTSENSE_RECALL_LOG__DAYS", "0")
+    with pytest.raises(ValueError):
+        Settings()
