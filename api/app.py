@@ -405,6 +405,7 @@ async def readyz(engine: EngineDep, jobs: OptionalJobsDep) -> Response[Any]:
     checks = [
         _ready_check("store", lambda: asyncio.to_thread(engine.ping_store)),
         _ready_check("embedder", lambda: asyncio.to_thread(engine.ping_embedder)),
+        _ready_check("ledger", lambda: asyncio.to_thread(engine.ping_ledger)),
     ]
     if jobs is not None:
         checks.append(_ready_check(jobs.backend, jobs.ping))

@@ -139,9 +139,13 @@ class Engine:
 
     def close_session(self, session_id: str, *, closed_at: datetime | None = None) -> CloseReport:
         """Run the write-time pass over a session's memories (traces, then atomic facts). A classifier failure
-        leaves traces pending."""
+        leaves traces pending, and so does a backend outage that cuts the pass short (``TraceWriter.leave_pending``)."""
         with self._write_lock:
-            report = self._writer.close_session(session_id, closed_at=closed_at or self.clock())
+            try:
+                report = self._writer.close_session(session_id, closed_at=closed_at or self.clock())
+            except BackendUnavailable as exc:
+                self._writer.leave_pending(session_id, exc)
+                raise
         for memory in self.store.session_memories(session_id)[:1]:
             self.ledger.touch(memory.character_id, memory.user_id)
         return report
@@ -263,8 +267,17 @@ class Engine:
             at = query.at or self.clock()
             self.lifecycle.note_retrieved([m.memory_id for m in result.memories], query.message, at)
             # The recall log: "what did the character actually see on that turn" is answerable later by id.
-            self.ledger.record_recall(result.recall_id, partition_key(query.character_id, query.user_id), at,
-                                      result.model_dump_json())
+            try:
+                self.ledger.record_recall(result.recall_id, partition_key(query.character_id, query.user_id), at,
+                                          result.model_dump_json())
+            except BackendUnavailable as exc:
+                # The turn still gets its recall (retried, it would count its memories' use twice); the answer
+                # and the log say that this one was not kept, as a degraded search mode is said.
+                note = (f"recall log unavailable ({exc.backend}): recall {result.recall_id} was not kept and "
+                        "cannot be looked up by id later")
+                log.warning("%s: %s", note, exc)
+                result = result.model_copy(update={"trace": result.trace.model_copy(
+                    update={"notes": (*result.trace.notes, note)})})
         return result
 
     def recall_record(self, recall_id: str, partition: Partition) -> RecallResult:
@@ -410,6 +423,10 @@ class Engine:
     def ping_store(self) -> None:
         """Raises unless the store answers (a readiness check)."""
         self.store.count(READINESS_PROBE)
+
+    def ping_ledger(self) -> None:
+        """Raises unless the ledger answers (a readiness check; on PostgreSQL, the control plane's database)."""
+        self.ledger.ping()
 
     def ping_embedder(self) -> None:
         """Raises unless the embedder answers (a readiness check: one short line embedded)."""

@@ -20,7 +20,7 @@ from datetime import datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.domain.errors import NotFound
+from engine.domain.errors import BackendUnavailable, NotFound
 from engine.domain.models import (
     CloseReport,
     Memory,
@@ -93,8 +93,30 @@ class TraceWriter:
     def retry_pending(self) -> int:
         completed = 0
         for session_id in self._store.pending_sessions():
-            completed += self._write(session_id, written_at=self._clock(), retry=True).traces_written
+            try:
+                completed += self._write(session_id, written_at=self._clock(), retry=True).traces_written
+            except BackendUnavailable as exc:
+                self.leave_pending(session_id, exc)
+                raise
         return completed
+
+    def leave_pending(self, session_id: str, error: BackendUnavailable) -> None:
+        """A pass cut short by an outage may have stored its traces, complete, before its resolutions and facts
+        (the ledger): its retry would find the session done and never write them. Its traces go back to pending,
+        so the next close, or the background retry, runs the whole pass again (it rewrites the same resolutions
+        and facts)."""
+        try:
+            memories = self._store.session_memories(session_id)
+            traces = self._store.get_traces([m.memory_id for m in memories])
+            reason = f"the write-time pass was cut short: {type(error).__name__}: {error}"[:500]
+            self._store.put_traces([
+                traces[m.memory_id].model_copy(update={"status": TraceStatus.PENDING, "last_error": reason})
+                if m.memory_id in traces else
+                Trace(memory_id=m.memory_id, status=TraceStatus.PENDING, written_at=self._clock(), last_error=reason)
+                for m in memories
+            ])
+        except Exception as exc:  # the store is down too: its traces were not written complete either
+            log.warning("session %s: its traces could not be left pending after %s: %s", session_id, error, exc)
 
     def _vectors(self, memories: list[Memory]) -> NDArray[np.float32]:
         """The memories' vectors, embedding now any that were stored while the embedder was down."""

@@ -492,6 +492,10 @@ class SqliteLedger:
             self._db.execute("DELETE FROM partitions WHERE character_id = ? AND user_id = ?",
                              (character_id, user_id))
 
+    def ping(self) -> None:
+        with self._lock:
+            self._db.execute("SELECT 1").fetchone()
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

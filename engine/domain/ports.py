@@ -425,6 +425,10 @@ class PartitionRegistry(Protocol):
 class Ledger(AuditLog, ReviewQueue, RecallLog, ResolutionLog, ErasureLog, PartitionRegistry, Protocol):
     """All of the ledger, in one store: what the engine's services are given (each uses the parts it names)."""
 
+    def ping(self) -> None:
+        """Raises (BackendUnavailable) unless the ledger answers: a readiness check."""
+        ...
+
     def close(self) -> None: ...
 
 

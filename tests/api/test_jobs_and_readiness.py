@@ -56,7 +56,7 @@ def test_with_the_in_process_queue_a_close_is_queued_and_written_in_the_backgrou
         traces = hashing_engine.store.get_traces([m.memory_id for m in memories])
         assert [traces[m.memory_id].status for m in memories] == [TraceStatus.COMPLETE] * 2
         assert client.get("/readyz").json() == {
-            "status": "ready", "checks": {"store": "ok", "embedder": "ok", "in-process": "ok"}
+            "status": "ready", "checks": {"store": "ok", "embedder": "ok", "ledger": "ok", "in-process": "ok"}
         }
     keys.close()
 
@@ -77,7 +77,7 @@ def test_readiness_needs_no_key_and_checks_the_store_and_the_embedder(
     with TestClient(create_app(hashing_engine, keys=keys)) as client:
         ready = client.get("/readyz")
         assert ready.status_code == 200
-        assert ready.json() == {"status": "ready", "checks": {"store": "ok", "embedder": "ok"}}
+        assert ready.json() == {"status": "ready", "checks": {"store": "ok", "embedder": "ok", "ledger": "ok"}}
     keys.close()
 
 
@@ -91,7 +91,7 @@ def test_readiness_is_503_with_retry_after_when_the_embedder_is_down(tmp_path: P
             assert response.headers["retry-after"] == "5"
             assert response.headers["content-type"].startswith("application/problem+json")
             body: dict[str, Any] = response.json()
-            assert body["checks"] == {"store": "ok", "embedder": "unavailable"}
+            assert body["checks"] == {"store": "ok", "embedder": "unavailable", "ledger": "ok"}
             assert body["detail"] == "unavailable: embedder"
             assert "unreachable" not in response.text  # the cause is logged, not shown to an anonymous probe
     finally:

@@ -262,7 +262,8 @@ def test_the_http_close_answers_202_with_the_derived_job_id(
 
         ready = client.get("/readyz")
         assert ready.status_code == 200
-        assert ready.json() == {"status": "ready", "checks": {"store": "ok", "embedder": "ok", "redis": "ok"}}
+        assert ready.json() == {"status": "ready",
+                                "checks": {"store": "ok", "embedder": "ok", "ledger": "ok", "redis": "ok"}}
 
     with redis_server.client() as raw:
         assert raw.zrange(default_queue_name, 0, -1) == [b"write-session:acme:s1"]

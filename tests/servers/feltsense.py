@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.servers.process import free_ports
+from tests.servers.process import die_with_parent, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_S = 90.0
@@ -83,3 +83,35 @@ def module_service(tmp_path_factory: pytest.TempPathFactory, name: str) -> Itera
     running.start()
     yield running
     running.stop()
+
+
+class FeltsenseWorker:
+    """``python -m <cli> worker``: the real arq worker as its own process, with ``env`` over this one's, logging to
+    ``log``. It dies with the test run (``die_with_parent``) if the run is killed outright."""
+
+    def __init__(self, log: Path, *, env: dict[str, str] | None = None, cli: str = "api.cli") -> None:
+        self.log, self.cli, self.env = log, cli, env or {}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start it; it takes jobs once it has loaded the models (queued ones wait in Redis meanwhile)."""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", self.cli, "worker"],
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=REPO, preexec_fn=die_with_parent(),
+            )
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None

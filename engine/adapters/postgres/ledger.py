@@ -582,6 +582,10 @@ class PostgresLedger:
             connection.execute("DELETE FROM ledger_partitions WHERE character_id = %s AND user_id = %s",
                                (character_id, user_id))
 
+    def ping(self) -> None:
+        with transaction(self._pool) as connection:
+            connection.execute("SELECT 1").fetchone()
+
     def close(self) -> None:
         """Close the pool this ledger opened (one given to ``on_pool`` stays the caller's)."""
         if self._owned:
