@@ -249,7 +249,7 @@ class Engine:
 
     def memory(self, memory_id: str, partition: Partition) -> tuple[Memory, Trace | None]:
         """One memory with its trace; NotFound unless it belongs to ``partition`` (never reveal another's)."""
-        found = self.store.get_memories([memory_id])
+        found = self.store.get_memories([memory_id], current=True)  # another process may have erased it
         if not found or found[0].partition != partition:
             raise NotFound(f"no memory {memory_id!r}")
         return found[0], self.store.get_traces([memory_id]).get(memory_id)

@@ -179,7 +179,10 @@ class MemoryRecords(Protocol):
         """One partition's memories in ingest order, a page at a time."""
         ...
 
-    def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]: ...
+    def get_memories(self, memory_ids: Sequence[str], *, current: bool = False) -> list[Memory]:
+        """The memories among ``memory_ids`` that exist, in that order. ``current``: from the backend itself, never
+        from a cache that another process's erasure could have left behind (a read by id a person asked for)."""
+        ...
 
     def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:
         """One row per id, in order; a row of NaN for a memory stored without a vector."""

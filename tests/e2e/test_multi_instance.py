@@ -13,8 +13,8 @@ The deployment is started once for the module: the module takes 75 to 100 s on t
 beside another test run), about 55 s of it the setup (three processes load the models, and each ``keys create`` is
 a process of its own, 2 to 3 s). The tests run in file order and the last one kills host A.
 
-One test is a strict xfail: a product bug (a memory erased through A is still read by id through B, from B's
-in-process cache of the Weaviate store); it turns into a failure once the bug is fixed, to drop the mark.
+A memory erased through A is not read by id through B either: B's in-process cache of the Weaviate store is not
+trusted for a read by id (``get_memories(current=True)``); this module found that bug.
 """
 
 from __future__ import annotations
@@ -328,10 +328,6 @@ def test_an_erasure_through_a_leaves_nothing_of_the_user_reachable_through_b(dep
     assert resent.status_code == 410, resent.text
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug: the Weaviate store serves get_memories from a per-process cache (engine/adapters/weaviate/base.py "
-    "WeaviateStore.get_memories, _cached_memories), which another process's erasure does not clear, so "
-    "GET /v1/memories/{id} through B still answers 200 with the erased text"))
 def test_a_memory_erased_through_a_is_not_read_by_id_through_b(deployment: Deployment) -> None:
     a, b, token = deployment.a, deployment.b, deployment.keys["runtime"]
     user, where = "u7", {"character_id": CHARACTER, "user_id": "u7"}

@@ -248,7 +248,8 @@ class EmbeddedStore:
             ).fetchall()
         return [memory_from_row(r) for r in rows]
 
-    def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+    def get_memories(self, memory_ids: Sequence[str], *, current: bool = False) -> list[Memory]:
+        # ``current`` changes nothing here: one process owns the store, so its index is never behind an erasure.
         if not memory_ids:
             return []
         with self._lock:

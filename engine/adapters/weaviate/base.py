@@ -3,6 +3,7 @@ the paged reads of long lists, the ingest clock, and the readiness check behind 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict, defaultdict
@@ -21,11 +22,14 @@ from engine.adapters.weaviate.errors import BACKEND, boundary, missing_tenant
 from engine.adapters.weaviate.schema import MEMORY_PROPERTIES, Props, memory_from, object_id, tenant_for
 from engine.domain.errors import BackendUnavailable
 from engine.domain.models import Memory
-from engine.domain.ports import ToneCandidates
 
 PAGE = 1000  # objects per read request; Weaviate answers at most QUERY_MAXIMUM_RESULTS (10,000 by default)
 KEYSET_PROPERTIES = ("seq", "terms_seq")  # range-indexed integers that long reads page by
 CACHED_MEMORIES = 50_000
+SNAPSHOT_S = 1.0
+"""How long the traces and states a search read with its pool answer ``get_traces`` and ``get_states`` (recall
+asks for them right after, for the same memories): while no write by this process came between, and no longer
+than this, so another process's trace or state write shows at most this late (a fresh read does otherwise)."""
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -156,9 +160,44 @@ class StoreBase:
     _seq_lock: threading.Lock
     _last_seq: int
     _cached_memories: Lru[str, Memory]
-    _tone_cache: dict[str, dict[tuple[float, float], tuple[float, ToneCandidates]]]
     _tenants: Lru[str, str]
     _session_tenants: Lru[str, str]
+    _snapshots: Lru[str, tuple[float, int, str | None, str | None]]
+    _generation: int
+
+    # -- what a search read of traces and states ----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The write lock, and a new generation before and after the write: a snapshot taken by a read that
+        overlapped a write is never served (it carries the generation the read began with)."""
+        with self._write_lock:
+            self._generation += 1
+            try:
+                yield
+            finally:
+                self._generation += 1
+
+    def _keep_snapshot(self, objects: Iterable[Stored], generation: int) -> None:
+        """The ``trace`` and ``state`` a search read of its pool, for ``get_traces`` and ``get_states`` moments
+        later in the same recall (see ``SNAPSHOT_S``)."""
+        now = time.monotonic()
+        for obj in objects:
+            props = obj.properties
+            self._snapshots.put(props["memory_id"], (now, generation, props.get("trace"), props.get("state")))
+
+    def _from_snapshot(self, memory_ids: Iterable[str], prop: str) -> tuple[dict[str, str | None], list[str]]:
+        """The snapshot's ``prop`` of the ids it holds (None: the memory had none), and the ids to read."""
+        now, generation = time.monotonic(), self._generation
+        found: dict[str, str | None] = {}
+        missing: list[str] = []
+        for memory_id in dict.fromkeys(memory_ids):
+            snap = self._snapshots.get(memory_id)
+            if snap is not None and snap[1] == generation and now - snap[0] <= SNAPSHOT_S:
+                found[memory_id] = snap[2] if prop == "trace" else snap[3]
+            else:
+                missing.append(memory_id)
+        return found, missing
 
     def _check_reachable(self, action: str) -> None:
         """While the server is known to be down, answer at once rather than through the client's retries.
@@ -238,10 +277,19 @@ class StoreBase:
         return int(total or 0)
 
     @boundary("read memories")
-    def get_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
-        found, missing = self._cached_memories.split(memory_ids)
+    def get_memories(self, memory_ids: Sequence[str], *, current: bool = False) -> list[Memory]:
+        """A memory never changes once stored, so the cache answers, but only a deletion through this process
+        clears it: with ``current`` the server answers, and a memory another process erased leaves the cache."""
+        if current:
+            found: dict[str, Memory] = {}
+            missing = list(dict.fromkeys(memory_ids))
+        else:
+            found, missing = self._cached_memories.split(memory_ids)
         if missing:
             for memory_id, obj in self._objects(missing, MEMORY_PROPERTIES).items():
                 found[memory_id] = memory_from(obj.properties)
                 self._remember(found[memory_id])
+        if current:
+            for gone in (m for m in missing if m not in found):
+                self._cached_memories.drop(gone)
         return [found[m] for m in memory_ids if m in found]

@@ -3,7 +3,6 @@ states, facts, tone candidates, sessions and counts. Long lists are read a page 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Literal, TypeVar
 
@@ -22,17 +21,21 @@ from engine.adapters.weaviate.schema import (
     tenant_for,
     turn_from,
 )
-from engine.domain.models import Memory, MemoryKind, MemoryState, Partition, Trace, TraceStatus, Turn
+from engine.adapters.weaviate.search import TermStatistics
+from engine.domain.models import Memory, MemoryState, Partition, Trace, Turn
 from engine.domain.ports import ToneCandidates
 
 Record = TypeVar("Record", Trace, MemoryState)
 
 TONE_CACHE_S = 10.0
-"""How long tone candidates read by recall are reused before asking the server again (see ``_tone_cache``)."""
+"""How old the tenant's last catch-up read may be for ``tone_candidates`` to answer without one: this process's
+writes count at once, other processes' at the next search (or within this long)."""
 
 
 class Reads(StoreBase):
     """Reads by session, partition and id; what is read by id is remembered in the in-process caches."""
+
+    _statistics: TermStatistics
 
     @boundary("read turns")
     def find_turns(self, turn_ids: Sequence[str]) -> dict[str, Turn]:
@@ -97,9 +100,11 @@ class Reads(StoreBase):
         """The traces or states (the JSON property ``prop``) of ``memory_ids`` that have one, by memory id."""
         if not memory_ids:
             return {}
-        found = self._objects(memory_ids, [prop])
-        return {memory_id: model.model_validate_json(obj.properties[prop])
-                for memory_id, obj in found.items() if obj.properties.get(prop)}
+        known, missing = self._from_snapshot(memory_ids, prop)
+        if missing:
+            read = self._objects(missing, [prop])
+            known.update((memory_id, obj.properties.get(prop)) for memory_id, obj in read.items())
+        return {memory_id: model.model_validate_json(value) for memory_id, value in known.items() if value}
 
     @boundary("read unembedded memories")
     def unembedded(self, limit: int) -> list[Memory]:
@@ -136,38 +141,15 @@ class Reads(StoreBase):
     def tone_candidates(
         self, partition: Partition, *, min_intensity: float, max_valence: float
     ) -> ToneCandidates:
+        """From stage one's statistics of the tenant (``search.TermStatistics``), which hold every memory's tone
+        row: no read of the partition. They are caught up by every search (recall searches just before), and
+        here too when the last catch-up is older than ``TONE_CACHE_S``."""
         tenant = tenant_for(partition)
-        cached = self._tone_cache.get(tenant, {}).get((min_intensity, max_valence))
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
-        found = fetch_all(self._in(tenant), Filter.all_of([
-            Filter.by_property("trace_status").equal(TraceStatus.COMPLETE.value),
-            Filter.by_property("kind").equal(MemoryKind.EMOTIONAL.value),
-            Filter.by_property("intensity").greater_or_equal(min_intensity),
-            Filter.by_property("valence").less_or_equal(max_valence),
-        ]), ["memory_id", "session_id", "register", "intensity", "valence", "created_epoch"])
-        episodes: dict[tuple[str, str], int] = {}  # (session, register) -> episode number
-        memory_ids, session_ids, episode, intensity, valence, created = [], [], [], [], [], []
-        for obj in found:
-            props = obj.properties
-            memory_ids.append(props["memory_id"])
-            self._tenants.put(props["memory_id"], tenant)
-            session_ids.append(props["session_id"])
-            episode.append(episodes.setdefault((props["session_id"], props["register"]), len(episodes)))
-            intensity.append(float(props["intensity"]))
-            valence.append(float(props["valence"]))
-            created.append(float(props["created_epoch"]))
-        candidates = ToneCandidates(
-            memory_ids=memory_ids,
-            episode=np.asarray(episode, dtype=np.int64),
-            session_ids=session_ids,
-            intensity=np.asarray(intensity, dtype=np.float64),
-            valence=np.asarray(valence, dtype=np.float64),
-            created_epoch=np.asarray(created, dtype=np.float64),
-        )
-        self._tone_cache.setdefault(tenant, {})[(min_intensity, max_valence)] = (
-            time.monotonic() + TONE_CACHE_S, candidates
-        )
+        stats = self._statistics.fresh(tenant, TONE_CACHE_S, lambda: self._count_in(tenant))
+        candidates, built = self._statistics.tone(stats, min_intensity, max_valence)
+        if built:
+            for memory_id in candidates.memory_ids:
+                self._tenants.put(memory_id, tenant)
         return candidates
 
     @boundary("read pending sessions")

@@ -25,7 +25,6 @@ from engine.adapters.weaviate.search import Search, TermStatistics
 from engine.adapters.weaviate.writes import Writes
 from engine.domain.errors import ConfigurationError
 from engine.domain.models import Memory
-from engine.domain.ports import ToneCandidates
 
 
 class WeaviateStore(Writes, Reads, Search):
@@ -84,13 +83,12 @@ class WeaviateStore(Writes, Reads, Search):
         self._seq_lock = threading.Lock()
         self._last_seq = 0
         self._cached_memories: Lru[str, Memory] = Lru(CACHED_MEMORIES)
-        # tenant -> (min_intensity, max_valence) -> (expires at, candidates). Recall reads tone candidates every
-        # turn; this process's own trace writes and deletions drop a tenant's entries at once, and other
-        # processes' writes show within TONE_CACHE_S.
-        self._tone_cache: dict[str, dict[tuple[float, float], tuple[float, ToneCandidates]]] = {}
         self._tenants: Lru[str, str] = Lru(4 * CACHED_MEMORIES)  # memory id -> tenant (never changes)
         self._session_tenants: Lru[str, str] = Lru(CACHED_MEMORIES)  # owned session id -> tenant
-        # Stage one's statistics per tenant (see the package docstring).
+        # memory id -> (read at, generation, trace, state) as search read them (see base.SNAPSHOT_S).
+        self._snapshots: Lru[str, tuple[float, int, str | None, str | None]] = Lru(CACHED_MEMORIES)
+        self._generation = 0
+        # Stage one's statistics per tenant, and its tone candidates (see the package docstring).
         self._statistics = TermStatistics(self._memories)
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from engine.adapters.weaviate.schema import (
     tenant_for,
     trace_properties,
 )
-from engine.adapters.weaviate.search import TermStatistics
+from engine.adapters.weaviate.search import KEEP, TermStatistics, trace_tone
 from engine.domain.errors import InvalidInput, NotFound
 from engine.domain.models import Memory, MemoryState, Partition, Trace, TraceStatus, Turn
 
@@ -102,7 +102,7 @@ class Writes(StoreBase):
     def add_turns(self, turns: Sequence[Turn]) -> list[bool]:
         if not turns:
             return []
-        with self._write_lock:
+        with self._writing():
             stored = {obj.uuid for obj in fetch_by_ids(self._turns, (object_id("turn", t.turn_id) for t in turns),
                                                        ["turn_id"])}
             new: list[bool] = []
@@ -141,7 +141,7 @@ class Writes(StoreBase):
             self._check_vectors(len(memories), vectors, "memories")
         if not memories:
             return
-        with self._write_lock:
+        with self._writing():
             stored = {obj.uuid for obj in fetch_by_ids(
                 self._directory, (object_id("memory", m.memory_id) for m in memories), ["memory_id"])}
             fresh: list[int] = []
@@ -178,13 +178,15 @@ class Writes(StoreBase):
         for memory, _, _ in entries:
             self._remember(memory)
         for tenant in by_tenant:
-            self._statistics.note(tenant, [(memory.memory_id, indexed_terms(memory, ())) for memory, _, _ in entries
-                                      if tenant_for(memory.partition) == tenant])
+            self._statistics.note(tenant, [(memory.memory_id, indexed_terms(memory, ()), KEEP, seq,
+                                            memory.created_at.timestamp())
+                                           for (memory, _, _), seq in zip(entries, seqs, strict=True)
+                                           if tenant_for(memory.partition) == tenant])
 
     @boundary("store vectors")
     def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         self._check_vectors(len(memory_ids), vectors, "ids")
-        with self._write_lock:
+        with self._writing():
             located = self._locate(memory_ids)
             for memory_id, vector in zip(memory_ids, vectors, strict=True):
                 tenant = located.get(memory_id)
@@ -202,7 +204,7 @@ class Writes(StoreBase):
     def put_traces(self, traces: Sequence[Trace]) -> None:
         if not traces:
             return
-        with self._write_lock:
+        with self._writing():
             memories = {m.memory_id: m for m in self.get_memories([t.memory_id for t in traces])}
             for trace in traces:
                 if trace.memory_id not in memories:
@@ -215,22 +217,22 @@ class Writes(StoreBase):
                 tenant = tenant_for(memory.partition)
                 properties = trace_properties(trace, memory, terms_seq)
                 self._in(tenant).data.update(uuid=object_id("memory", memory.memory_id), properties=properties)
-                self._statistics.note(tenant, [(memory.memory_id, properties["terms"])])
+                self._statistics.note(tenant, [(memory.memory_id, properties["terms"], trace_tone(trace, memory),
+                                                None, memory.created_at.timestamp())])
                 sessions[memory.session_id] = tenant
-                self._tone_cache.pop(tenant, None)
                 if trace.status is TraceStatus.PENDING:
                     pending.add(memory.session_id)
             self._refresh_pending(sessions, pending)
 
     @boundary("mark a session closed")
     def mark_session_closed(self, session_id: str, closed_at: datetime) -> None:
-        with self._write_lock:
+        with self._writing():
             self._update_session(session_id, {"closed": True, "closed_at": closed_at})
 
     @boundary("delete memories")
     def delete_memories(self, memory_ids: Sequence[str]) -> None:
         """Forget memories and their traces (their turns stay). Ids that are not stored are ignored."""
-        with self._write_lock:
+        with self._writing():
             memories = self.get_memories(memory_ids)
             by_tenant: dict[str, list[UUID]] = defaultdict(list)
             sessions: dict[str, str] = {}
@@ -238,12 +240,11 @@ class Writes(StoreBase):
                 by_tenant[tenant_for(memory.partition)].append(object_id("memory", memory.memory_id))
                 sessions[memory.session_id] = tenant_for(memory.partition)
             for tenant, ids in by_tenant.items():
-                self._tone_cache.pop(tenant, None)
                 for chunk in pages(ids):
                     check_deleted(self._in(tenant).data.delete_many(
                         where=Filter.by_id().contains_any(list(chunk))))
             for memory in memories:
-                self._statistics.note(tenant_for(memory.partition), [(memory.memory_id, None)])
+                self._statistics.note(tenant_for(memory.partition), [(memory.memory_id, None, None, None, None)])
             self._forget_preceding(memories)
             ids = [object_id("memory", m.memory_id) for m in memories]
             for chunk in pages(ids):
@@ -269,7 +270,7 @@ class Writes(StoreBase):
                 indexed = indexed_terms(memory, facts)
                 self._in(tenant).data.update(uuid=obj.uuid, properties={"preceding": "", "terms": indexed,
                                                                         "terms_seq": terms_seq})
-                self._statistics.note(tenant, [(memory.memory_id, indexed)])
+                self._statistics.note(tenant, [(memory.memory_id, indexed, KEEP, None, memory.created_at.timestamp())])
                 self._remember(memory)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ class Writes(StoreBase):
     def put_states(self, states: Sequence[MemoryState]) -> None:
         if not states:
             return
-        with self._write_lock:
+        with self._writing():
             self._put_states(states)
 
     def _put_states(self, states: Sequence[MemoryState]) -> None:
@@ -292,7 +293,6 @@ class Writes(StoreBase):
             raise NotFound(f"no memory {missing[0]!r} to set the state of")
         for memory_id, state in latest.items():
             tenant = tenant_for(memories[memory_id].partition)
-            self._tone_cache.pop(tenant, None)
             try:
                 self._in(tenant).data.update(uuid=object_id("memory", memory_id), properties=state_properties(state))
             except wx.UnexpectedStatusCodeError as exc:
@@ -321,7 +321,7 @@ class Writes(StoreBase):
         if vector is not None and (vector.ndim != 1 or vector.shape[0] != self._dimension):
             raise InvalidInput(f"the vector is {vector.shape}, the store holds {self._dimension}-d",
                                field="vector")
-        with self._write_lock:
+        with self._writing():
             others = list(dict.fromkeys(s.memory_id for s in replaced if s.memory_id != fact.memory_id))
             found = {m.memory_id for m in self.get_memories(others)}
             missing = [memory_id for memory_id in others if memory_id not in found]
@@ -331,7 +331,6 @@ class Writes(StoreBase):
                 self._put_states([state])  # sent again: the stored content stays, the state is the new one
             else:
                 self._insert([(fact, vector, state)])
-                self._tone_cache.pop(tenant_for(fact.partition), None)
             self._before_replacing(fact)
             self._put_states(replaced)
 
@@ -341,7 +340,7 @@ class Writes(StoreBase):
     @boundary("delete turns")
     def delete_turns(self, partition: Partition, turn_ids: Sequence[str] | None = None) -> list[str]:
         tenant = tenant_for(partition)
-        with self._write_lock:
+        with self._writing():
             if turn_ids is not None:
                 found = [t for t in fetch_by_ids(self._turns, (object_id("turn", i) for i in turn_ids),
                                                  [p.name for p in TURN_SCHEMA])
