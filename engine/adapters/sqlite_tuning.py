@@ -18,6 +18,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -130,12 +131,13 @@ def _values(profile: TuningProfile) -> dict[str, Any]:
             for name, section in sections.items()}
 
 
-def _read(row: tuple[Any, ...]) -> TuningVersion | None:
-    """The version a stored row holds; None (and a warning) when the row does not read as one."""
+def read_version(row: tuple[Any, ...], saved_at: Callable[[Any], datetime]) -> TuningVersion | None:
+    """The version a stored row (character id, version, profile JSON, author, note, saved at) holds, its time read
+    by ``saved_at``; None (and a warning) when the row does not read as one. Both tuning stores read rows so."""
     character_id, version = row[0], row[1]
     try:
         read = TuningVersion(version=version, profile=TuningProfile.model_validate_json(row[2]), author=row[3],
-                             note=row[4], saved_at=datetime.fromisoformat(row[5]))
+                             note=row[4], saved_at=saved_at(row[5]))
         if (read.profile.character_id, read.profile.version) != (character_id, read.version):
             raise ValueError(f"the profile inside is {read.profile.character_id!r} version {read.profile.version}")
     except ValidationError as exc:
@@ -146,3 +148,7 @@ def _read(row: tuple[Any, ...]) -> TuningVersion | None:
         log.warning("skipping unreadable tuning row: character %r version %r: %s", character_id, version, exc)
         return None
     return read
+
+
+def _read(row: tuple[Any, ...]) -> TuningVersion | None:
+    return read_version(row, datetime.fromisoformat)

@@ -22,6 +22,17 @@ STARTUP_TIMEOUT_S = 90.0
 """It loads the embedding model and the classifier before it answers /healthz."""
 
 
+def _terminate(process: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM, as a supervisor stops it; SIGKILL if it has not exited within 20 s."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class FeltsenseService:
     def __init__(self, data_dir: Path, *, env: dict[str, str] | None = None, cli: str = "api.cli",
                  flags: tuple[str, ...] = ("--dev",)) -> None:
@@ -62,13 +73,7 @@ class FeltsenseService:
         self.process.wait()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _terminate(self.process)
         self.process = None
 
     def headers(self) -> dict[str, str]:
@@ -107,11 +112,5 @@ class FeltsenseWorker:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _terminate(self.process)
         self.process = None

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import psycopg
 
+from tests.servers.debian import ensure_package
 from tests.servers.process import Log, ServerProcess, free_ports, poll_until_ready, serve_main, spawn, stopping
 from tests.servers.process import stderr_log as _stderr
 
@@ -54,7 +55,6 @@ SUPERUSER = "feltsense"
 DATABASE = "feltsense"
 READY_TIMEOUT_S = 60.0
 INITDB_TIMEOUT_S = 120.0
-APT_TIMEOUT_S = 15 * 60
 SETTINGS = {
     "fsync": "off",
     "synchronous_commit": "off",
@@ -94,42 +94,10 @@ def find() -> Path | None:
     return None
 
 
-def _apt(args: list[str], *, log: Log) -> int:
-    command = ["apt-get", *args]
-    log(f"  $ {' '.join(command)}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               stdin=subprocess.DEVNULL, bufsize=1)
-    assert process.stdout is not None
-    with process.stdout:
-        for line in process.stdout:
-            log(f"    {line.rstrip()}")
-    return process.wait(timeout=APT_TIMEOUT_S)
-
-
 def ensure(*, log: Log = _stderr) -> Path:
     """The directory of ``initdb`` and ``postgres``, installed from Debian's package first if missing (as root)."""
-    found = find()
-    if found is not None:
-        log(f"postgresql: using {found}")
-        return found
-    manual = f"apt-get install {PACKAGE} (Debian/Ubuntu), or put initdb and postgres on PATH"
-    if shutil.which("apt-get") is None:
-        raise PostgresInstallError(f"PostgreSQL not found and there is no apt-get here; install it: {manual}")
-    if os.geteuid() != 0:
-        raise PostgresInstallError(f"PostgreSQL not found; installing it needs root: sudo {manual}")
-    log(f"PostgreSQL not found: installing Debian's {PACKAGE} package")
-    install = ["install", "-y", "--no-install-recommends", PACKAGE]
-    # A fresh image often has no package lists yet; update only when the first try cannot find the package.
-    if _apt(install, log=log) != 0:
-        log("  the install failed; updating the package lists and trying again")
-        if _apt(["update"], log=log) != 0 or _apt(install, log=log) != 0:
-            raise PostgresInstallError(f"apt-get could not install {PACKAGE} (its output is above)")
-    found = find()
-    if found is None:
-        raise PostgresInstallError(f"apt-get installed {PACKAGE} but no initdb and postgres were found")
-    log(f"postgresql: installed {found}")
-    return found
+    return ensure_package(PACKAGE, find, what="PostgreSQL (initdb and postgres)",
+                          manual="put initdb and postgres on PATH", error=PostgresInstallError, log=log)
 
 
 def _run_as() -> tuple[list[str], pwd.struct_passwd | None]:

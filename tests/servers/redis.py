@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -30,12 +29,12 @@ from pathlib import Path
 
 import redis
 
+from tests.servers.debian import ensure_package
 from tests.servers.process import Log, ServerProcess, free_ports, poll_until_ready, serve_main, spawn, stopping
 from tests.servers.process import stderr_log as _stderr
 
 PACKAGE = "redis-server"
 READY_TIMEOUT_S = 30.0
-APT_TIMEOUT_S = 15 * 60
 
 
 class RedisInstallError(RuntimeError):
@@ -54,42 +53,10 @@ def find() -> Path | None:
     return None
 
 
-def _apt(args: list[str], *, log: Log) -> int:
-    command = ["apt-get", *args]
-    log(f"  $ {' '.join(command)}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               stdin=subprocess.DEVNULL, bufsize=1)
-    assert process.stdout is not None
-    with process.stdout:
-        for line in process.stdout:
-            log(f"    {line.rstrip()}")
-    return process.wait(timeout=APT_TIMEOUT_S)
-
-
 def ensure(*, log: Log = _stderr) -> Path:
     """The redis-server binary, installed from Debian's package first if it is missing (as root)."""
-    found = find()
-    if found is not None:
-        log(f"redis-server: using {found}")
-        return found
-    manual = f"apt-get install {PACKAGE} (Debian/Ubuntu), or put redis-server on PATH"
-    if shutil.which("apt-get") is None:
-        raise RedisInstallError(f"redis-server not found and there is no apt-get here; install it: {manual}")
-    if os.geteuid() != 0:
-        raise RedisInstallError(f"redis-server not found; installing it needs root: sudo {manual}")
-    log(f"redis-server not found: installing Debian's {PACKAGE} package")
-    install = ["install", "-y", "--no-install-recommends", PACKAGE]
-    # A fresh image often has no package lists yet; update only when the first try cannot find the package.
-    if _apt(install, log=log) != 0:
-        log("  the install failed; updating the package lists and trying again")
-        if _apt(["update"], log=log) != 0 or _apt(install, log=log) != 0:
-            raise RedisInstallError(f"apt-get could not install {PACKAGE} (its output is above)")
-    found = find()
-    if found is None:
-        raise RedisInstallError(f"apt-get installed {PACKAGE} but no redis-server binary was found")
-    log(f"redis-server: installed {found}")
-    return found
+    return ensure_package(PACKAGE, find, what="redis-server", manual="put redis-server on PATH",
+                          error=RedisInstallError, log=log)
 
 
 @dataclass(kw_only=True)

@@ -29,11 +29,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from engine.adapters.postgres.connection import Connection, Pool, open_pool, transaction
 from engine.adapters.postgres.migrations import Migration, migrate
-from engine.adapters.sqlite_tuning import NOTE_NEEDED, _values
+from engine.adapters.sqlite_tuning import NOTE_NEEDED, _values, read_version
 from engine.domain.errors import BackendUnavailable, InvalidInput
 from engine.domain.ports import NoChange, TuningVersion
 from engine.domain.tuning import ProfileSource, TuningProfile
@@ -236,22 +234,11 @@ def _newest_valid(rows: Iterable[tuple[Any, ...]]) -> TuningVersion | None:
     return None
 
 
+def _saved_at(value: Any) -> datetime:
+    if not isinstance(value, datetime):
+        raise TypeError(f"saved_at is {value!r}, not a time")
+    return value
+
+
 def _read(row: tuple[Any, ...]) -> TuningVersion | None:
-    """The version a stored row holds; None (and a warning) when the row does not read as one."""
-    character_id, version = row[0], row[1]
-    try:
-        saved_at = row[5]
-        if not isinstance(saved_at, datetime):
-            raise TypeError(f"saved_at is {saved_at!r}, not a time")
-        read = TuningVersion(version=version, profile=TuningProfile.model_validate_json(row[2]), author=row[3],
-                             note=row[4], saved_at=saved_at)
-        if (read.profile.character_id, read.profile.version) != (character_id, read.version):
-            raise ValueError(f"the profile inside is {read.profile.character_id!r} version {read.profile.version}")
-    except ValidationError as exc:
-        reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'profile'}: {e['msg']}" for e in exc.errors())
-        log.warning("skipping unreadable tuning row: character %r version %r: %s", character_id, version, reason)
-        return None
-    except (ValueError, TypeError) as exc:
-        log.warning("skipping unreadable tuning row: character %r version %r: %s", character_id, version, exc)
-        return None
-    return read
+    return read_version(row, _saved_at)
