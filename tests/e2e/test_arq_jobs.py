@@ -288,7 +288,7 @@ def test_readiness_is_503_with_retry_after_when_redis_is_gone(providers: Provide
             assert gone.status_code == 503
             assert gone.headers["retry-after"] == "5"
             assert gone.headers["content-type"].startswith("application/problem+json")
-            assert gone.json()["checks"] == {"store": "ok", "embedder": "ok", "redis": "unavailable"}
+            assert gone.json()["checks"] == {"store": "ok", "embedder": "ok", "ledger": "ok", "redis": "unavailable"}
     finally:
         server.stop()
         keys.close()
