@@ -461,7 +461,7 @@ def create_app(
             *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page]), *docs_routes],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
-            "principal": Provide(authenticator(keys), sync_to_thread=False),
+            "principal": Provide(authenticator(keys), sync_to_thread=True),
             "partition": Provide(user_partition, sync_to_thread=False),
             "tuning": Provide(lambda: tuning, use_cache=True, sync_to_thread=False),
             "jobs": Provide(lambda: jobs, use_cache=True, sync_to_thread=False),

@@ -65,7 +65,7 @@ def _add_bench_serve(bench_commands: Commands) -> None:
     serve.add_argument("--concurrency", type=int, default=16, help="recalls in flight at once")
     serve.add_argument("--requests", type=int, default=2000,
                        help="recalls per drive (saturation, then paced); the run then stops")
-    serve.add_argument("--rate", type=float, default=150.0,
+    serve.add_argument("--rate", type=float, default=100.0,
                        help="recalls per second offered by the paced drive (latency is measured there)")
     serve.add_argument("--duration", type=float, metavar="SECONDS",
                        help="soak: the paced drive for this long, with percentiles, errors and memory per window")
@@ -75,6 +75,11 @@ def _add_bench_serve(bench_commands: Commands) -> None:
     serve.add_argument("--seed", type=int, default=13)
     serve.add_argument("--url", help="drive the service already running here instead of starting one")
     serve.add_argument("--key", help="the API key for --url (a self-started service's development key is found)")
+    serve.add_argument("--pid", type=int,
+                       help="with --url: the service's process id, so the CPU it uses per recall is reported")
+    serve.add_argument("--loaded", action="store_true",
+                       help="with --url: the service already holds this run's users (the same --users, "
+                            "--memories-per-user and --seed, from an earlier run's data directory); skip the load")
     add_json_flag(serve)
     serve.set_defaults(handler=handle_bench_serve)
 
@@ -101,7 +106,8 @@ def handle_bench_serve(args: argparse.Namespace, runtime: Runtime) -> int:
         config = ServeBenchConfig(users=args.users, memories_per_user=args.memories_per_user,
                                   concurrency=args.concurrency, requests=args.requests, rate=args.rate,
                                   seed=args.seed, url=args.url, key=args.key, duration_s=args.duration,
-                                  window_s=args.window, max_growth_mb=args.max_growth_mb)
+                                  window_s=args.window, max_growth_mb=args.max_growth_mb,
+                                  loaded=args.loaded, pid=args.pid)
     except ValueError as exc:
         return invalid(runtime, "bench serve", str(exc))
     try:

@@ -80,8 +80,8 @@ class ServeBenchConfig:
     concurrency: int = 16
     requests: int = 2000
     """Per drive: the saturation drive and the paced drive each send this many."""
-    rate: float = 150.0
-    """Recalls per second offered by the paced drive."""
+    rate: float = 100.0
+    """Recalls per second offered by the paced drive (the load target's: p50 at most 25 ms, p99 at most 80)."""
     seed: int = 13
     url: str | None = None
     """Drive the service already running here instead of starting one."""
@@ -93,6 +93,11 @@ class ServeBenchConfig:
     """The soak's reporting window (a minute; shorter in tests)."""
     max_growth_mb: float = 64.0
     """The soak's stated bound on the service's memory growth from the first window to the last."""
+    pid: int | None = None
+    """The process of the service at ``url``, so its CPU per recall can be reported (a self-started one's is
+    known)."""
+    loaded: bool = False
+    """The service at ``url`` already holds this run's users (same users, memories and seed): skip the load."""
     timeout_s: float = 60.0
     """Per request. Generous: under overload a slow answer is a latency to report, not an error."""
 
@@ -104,6 +109,8 @@ class ServeBenchConfig:
             raise ValueError(f"duration must be at least one window ({self.window_s:g} s), got {self.duration_s}")
         if not self.rate > 0:
             raise ValueError(f"rate must be above 0 recalls per second, got {self.rate}")
+        if self.loaded and self.url is None:
+            raise ValueError("loaded needs a url: a self-started service starts empty")
 
 
 @dataclass
@@ -112,6 +119,10 @@ class DriveStats:
     errors: Counter[str] = field(default_factory=Counter)
     first_errors: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    service_cpu_s: float | None = None
+    """CPU the service's process used during the drive (all its threads), when its pid is known."""
+    bench_cpu_s: float = 0.0
+    """CPU this process (the load generator, on the same machine) used during the drive."""
 
     def record_error(self, exc: Exception) -> None:
         kind = f"{exc.status} {type(exc).__name__}" if isinstance(exc, FeltsenseAPIError) else type(exc).__name__
@@ -134,7 +145,8 @@ class RunningService:
     url: str
     key: str | None
     pid: int | None = None
-    """A self-started service's process, whose memory the soak watches."""
+    """The service's process (self-started, or given with ``--pid``): the soak watches its memory, the drives its
+    CPU."""
 
 
 @contextlib.contextmanager
@@ -273,6 +285,28 @@ def wait_for_traces(service: RunningService, config: ServeBenchConfig, progress:
 # -- drive -------------------------------------------------------------------------------------------------------
 
 
+def process_cpu_s(pid: int | None) -> float | None:
+    """User plus system CPU seconds a process has used, every thread, from /proc (Linux); None when unknown."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def cpu_of(stats: DriveStats, pid: int | None) -> Iterator[None]:
+    """The CPU the service (``pid``) and this process use inside the block, into ``stats``."""
+    service_before, bench_before = process_cpu_s(pid), time.process_time()
+    yield
+    service_after = process_cpu_s(pid)
+    stats.bench_cpu_s = time.process_time() - bench_before
+    if service_before is not None and service_after is not None:
+        stats.service_cpu_s = service_after - service_before
+
+
 def recall_plan(config: ServeBenchConfig, phase: str) -> list[RecallQuery]:
     """The seeded plan: a random user and a message never seen before (phase and counter suffix) per request."""
     rng = random.Random(f"{config.seed}-{phase}")
@@ -302,10 +336,11 @@ async def _timed_recall(client: AsyncFeltsenseClient, query: RecallQuery, stats:
 
 
 async def drive(
-    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int
+    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int, stats: DriveStats | None = None
 ) -> DriveStats:
-    """``concurrency`` workers work through ``plan`` once; each request's latency or error is recorded."""
-    stats = DriveStats()
+    """``concurrency`` workers work through ``plan`` once; each request's latency or error is recorded (into
+    ``stats`` when given)."""
+    stats = stats if stats is not None else DriveStats()
     queue = iter(plan)  # shared by the workers; asyncio runs one at a time between awaits, so no lock is needed
 
     async def worker() -> None:
@@ -319,11 +354,12 @@ async def drive(
 
 
 async def drive_paced(
-    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int, rate: float
+    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int, rate: float,
+    stats: DriveStats | None = None,
 ) -> DriveStats:
     """Send ``plan`` on a fixed schedule, request ``i`` due at ``i / rate`` seconds, at most ``concurrency`` in
     flight. Latency runs from the scheduled time, so waiting for a free slot is part of it."""
-    stats = DriveStats()
+    stats = stats if stats is not None else DriveStats()
     slots = asyncio.Semaphore(concurrency)
 
     async def one(query: RecallQuery, due_ns: int) -> None:
@@ -356,6 +392,7 @@ def percentile(ordered: Sequence[float], fraction: float) -> float:
 
 def summarize(stats: DriveStats) -> dict[str, Any]:
     ordered = sorted(stats.latencies_ms)
+    answered = max(1, len(ordered) + sum(stats.errors.values()))
     return {
         "throughput_rps": round(len(ordered) / stats.elapsed_s, 1) if stats.elapsed_s else 0.0,
         "p50_ms": round(percentile(ordered, 0.50), 2),
@@ -365,6 +402,10 @@ def summarize(stats: DriveStats) -> dict[str, Any]:
         "max_ms": round(ordered[-1], 2) if ordered else 0.0,
         "ok": len(ordered),
         "elapsed_s": round(stats.elapsed_s, 2),
+        # CPU per recall: the service's (every thread; None when its process is unknown) and the load generator's
+        "service_cpu_ms_per_recall": (None if stats.service_cpu_s is None
+                                      else round(1000 * stats.service_cpu_s / answered, 2)),
+        "bench_cpu_ms_per_recall": round(1000 * stats.bench_cpu_s / answered, 2),
     }
 
 
@@ -375,20 +416,24 @@ class Drives:
     paced: DriveStats
 
 
-async def _warm_and_drive(url: str, key: str | None, config: ServeBenchConfig, progress: Progress) -> Drives:
+async def _warm_and_drive(service: RunningService, config: ServeBenchConfig, progress: Progress) -> Drives:
     at = _after_last_turn(config)
     warm_plan = [RecallQuery(character_id=CHARACTER, user_id=user, message=f"{QUERIES[0]} (warm-up)",
                              session_id="bench-live", at=at) for user in user_ids(config)]
-    async with AsyncFeltsenseClient(url, api_key=key, timeout_s=config.timeout_s,
+    async with AsyncFeltsenseClient(service.url, api_key=service.key, timeout_s=config.timeout_s,
                                     max_connections=config.concurrency) as client:
         warm = await drive(client, warm_plan, config.concurrency)
         progress(f"warm-up: {len(warm_plan)} recalls, one per user, in {warm.elapsed_s:.1f} s")
         progress(f"saturation: {config.requests} recalls over {config.users} users, "
                  f"{config.concurrency} always in flight")
-        saturation = await drive(client, recall_plan(config, "saturation"), config.concurrency)
+        saturation = DriveStats()
+        with cpu_of(saturation, service.pid):
+            saturation = await drive(client, recall_plan(config, "saturation"), config.concurrency, saturation)
         progress(f"saturation: {len(saturation.latencies_ms) / saturation.elapsed_s:.1f} recalls/s")
         progress(f"paced: {config.requests} recalls at {config.rate:g}/s, at most {config.concurrency} in flight")
-        paced = await drive_paced(client, recall_plan(config, "paced"), config.concurrency, config.rate)
+        paced = DriveStats()
+        with cpu_of(paced, service.pid):
+            paced = await drive_paced(client, recall_plan(config, "paced"), config.concurrency, config.rate, paced)
     return Drives(warm=warm, saturation=saturation, paced=paced)
 
 
@@ -453,21 +498,27 @@ def bench_serve(config: ServeBenchConfig, *, progress: Progress | None = None) -
         if config.url is None:
             service = stack.enter_context(self_started_service(say))
         else:
-            service = RunningService(url=config.url.rstrip("/"), key=config.key)
-        with FeltsenseClient(service.url, api_key=service.key, timeout_s=max(config.timeout_s, 300.0)) as client:
-            say(f"load: {config.users} users x {config.memories_per_user} memories "
-                f"(batches of {BATCH_TURNS} turns, sessions of {SESSION_TURNS})")
-            loaded = load(client, config, say)
+            service = RunningService(url=config.url.rstrip("/"), key=config.key, pid=config.pid)
+        if config.loaded:
+            say("load: skipped (the service already holds this run's users)")
+            loaded: dict[str, Any] = {"load_s": 0.0, "closes_queued": 0, "loaded_before": True}
+        else:
+            with FeltsenseClient(service.url, api_key=service.key, timeout_s=max(config.timeout_s, 300.0)) as client:
+                say(f"load: {config.users} users x {config.memories_per_user} memories "
+                    f"(batches of {BATCH_TURNS} turns, sessions of {SESSION_TURNS})")
+                loaded = load(client, config, say)
         if loaded["closes_queued"]:
             loaded["write_backlog_s"] = round(wait_for_traces(service, config, say), 1)
             loaded["load_s"] = round(loaded["load_s"] + loaded["write_backlog_s"], 1)
-        loaded["load_memories_per_s"] = round(config.users * config.memories_per_user / max(loaded["load_s"], 0.1), 1)
+        if not config.loaded:
+            loaded["load_memories_per_s"] = round(
+                config.users * config.memories_per_user / max(loaded["load_s"], 0.1), 1)
         if config.duration_s is not None:
             soaked = asyncio.run(soak(service, config, say))
             return {**soaked, "rate": config.rate, "concurrency": config.concurrency, "users": config.users,
                     "memories_per_user": config.memories_per_user, **loaded,
                     "service": "self-started" if config.url is None else config.url}
-        drives = asyncio.run(_warm_and_drive(service.url, service.key, config, say))
+        drives = asyncio.run(_warm_and_drive(service, config, say))
     for line in drives.saturation.first_errors + drives.paced.first_errors + drives.warm.first_errors:
         say(f"error: {line}")
     warm_ordered = sorted(drives.warm.latencies_ms)

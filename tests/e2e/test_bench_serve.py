@@ -30,6 +30,9 @@ def test_bench_serve_starts_loads_drives_and_cleans_up(capsys: pytest.CaptureFix
     # The headline latencies are the paced drive's (what a user sees at a steady rate), not the burst's.
     assert (result["p50_ms"], result["p99_ms"]) == (result["paced"]["p50_ms"], result["paced"]["p99_ms"])
     assert result["memories_stored"] == 60 and result["sessions"] == 3
+    # the CPU a recall costs, the service's (its pid is known when the bench started it) beside the bench's own
+    for drive in ("saturation", "paced"):
+        assert result[drive]["service_cpu_ms_per_recall"] > 0 and result[drive]["bench_cpu_ms_per_recall"] > 0
 
     assert "using its development key" in captured.err  # found in the service's output, sent on every call
 
