@@ -49,7 +49,9 @@ def strengths(
 ) -> np.ndarray:
     """The live strength scalar of each memory, from its stored signal vector (scoring.strength).
     ``with_stale=False`` leaves the stale multiplier out, for a caller that applies it itself."""
-    rows = [states.get(m.memory_id) or MemoryState(memory_id=m.memory_id) for m in memories]
+    # A memory without a state reads as the default one (its id is not read): one made, not one per memory.
+    default = MemoryState(memory_id="")
+    rows = [states.get(m.memory_id) or default for m in memories]
     validated = [
         (s.signals.last_validated or m.created_at).timestamp() for m, s in zip(memories, rows, strict=True)
     ]
