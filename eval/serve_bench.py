@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -179,7 +179,7 @@ def self_started_service(progress: Progress) -> Iterator[RunningService]:
         ok = True
     finally:
         if process is not None:
-            _stop(process)
+            stop_service(process)
         if not ok and log_path.exists():
             tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
             progress("service log (last lines):\n  " + "\n  ".join(tail))
@@ -200,12 +200,13 @@ def _wait_for_health(url: str, process: subprocess.Popen[bytes], log_path: Path)
     raise RuntimeError(f"the service did not answer /healthz within {STARTUP_TIMEOUT_S:.0f} s (log: {log_path})")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_service(process: subprocess.Popen[bytes], *, grace_s: float = 30.0) -> None:
+    """SIGTERM, as a supervisor stops the service; SIGKILL if it has not exited within ``grace_s``."""
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGTERM)
     try:
-        process.wait(timeout=30)
+        process.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
@@ -296,15 +297,15 @@ def process_cpu_s(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-@contextlib.contextmanager
-def cpu_of(stats: DriveStats, pid: int | None) -> Iterator[None]:
-    """The CPU the service (``pid``) and this process use inside the block, into ``stats``."""
+async def with_cpu(pid: int | None, running: Awaitable[DriveStats]) -> DriveStats:
+    """A drive's stats, with the CPU the service (``pid``) and this process used while it ran."""
     service_before, bench_before = process_cpu_s(pid), time.process_time()
-    yield
+    stats = await running
     service_after = process_cpu_s(pid)
     stats.bench_cpu_s = time.process_time() - bench_before
     if service_before is not None and service_after is not None:
         stats.service_cpu_s = service_after - service_before
+    return stats
 
 
 def recall_plan(config: ServeBenchConfig, phase: str) -> list[RecallQuery]:
@@ -336,11 +337,10 @@ async def _timed_recall(client: AsyncFeltsenseClient, query: RecallQuery, stats:
 
 
 async def drive(
-    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int, stats: DriveStats | None = None
+    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int
 ) -> DriveStats:
-    """``concurrency`` workers work through ``plan`` once; each request's latency or error is recorded (into
-    ``stats`` when given)."""
-    stats = stats if stats is not None else DriveStats()
+    """``concurrency`` workers work through ``plan`` once; each request's latency or error is recorded."""
+    stats = DriveStats()
     queue = iter(plan)  # shared by the workers; asyncio runs one at a time between awaits, so no lock is needed
 
     async def worker() -> None:
@@ -354,12 +354,11 @@ async def drive(
 
 
 async def drive_paced(
-    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int, rate: float,
-    stats: DriveStats | None = None,
+    client: AsyncFeltsenseClient, plan: Sequence[RecallQuery], concurrency: int, rate: float
 ) -> DriveStats:
     """Send ``plan`` on a fixed schedule, request ``i`` due at ``i / rate`` seconds, at most ``concurrency`` in
     flight. Latency runs from the scheduled time, so waiting for a free slot is part of it."""
-    stats = stats if stats is not None else DriveStats()
+    stats = DriveStats()
     slots = asyncio.Semaphore(concurrency)
 
     async def one(query: RecallQuery, due_ns: int) -> None:
@@ -426,14 +425,11 @@ async def _warm_and_drive(service: RunningService, config: ServeBenchConfig, pro
         progress(f"warm-up: {len(warm_plan)} recalls, one per user, in {warm.elapsed_s:.1f} s")
         progress(f"saturation: {config.requests} recalls over {config.users} users, "
                  f"{config.concurrency} always in flight")
-        saturation = DriveStats()
-        with cpu_of(saturation, service.pid):
-            saturation = await drive(client, recall_plan(config, "saturation"), config.concurrency, saturation)
+        saturation = await with_cpu(service.pid, drive(client, recall_plan(config, "saturation"), config.concurrency))
         progress(f"saturation: {len(saturation.latencies_ms) / saturation.elapsed_s:.1f} recalls/s")
         progress(f"paced: {config.requests} recalls at {config.rate:g}/s, at most {config.concurrency} in flight")
-        paced = DriveStats()
-        with cpu_of(paced, service.pid):
-            paced = await drive_paced(client, recall_plan(config, "paced"), config.concurrency, config.rate, paced)
+        paced = await with_cpu(service.pid, drive_paced(client, recall_plan(config, "paced"), config.concurrency,
+                                                       config.rate))
     return Drives(warm=warm, saturation=saturation, paced=paced)
 
 

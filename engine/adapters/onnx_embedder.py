@@ -154,12 +154,12 @@ class OnnxEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         batches = [order[start : start + self._batch_size] for start in range(0, len(order), self._batch_size)]
-        if self._pool is None or len(batches) == 1:
-            for idx in batches:
-                out[idx] = self._embed_batch([texts[i] for i in idx])
-            return out
-        for idx, rows in zip(batches, self._pool.map(lambda b: self._embed_batch([texts[i] for i in b]), batches),
-                             strict=True):
+
+        def run(idx: list[int]) -> NDArray[np.float32]:
+            return self._embed_batch([texts[i] for i in idx])
+
+        runs = self._pool.map(run, batches) if self._pool is not None and len(batches) > 1 else map(run, batches)
+        for idx, rows in zip(batches, runs, strict=True):
             out[idx] = rows
         return out
 

@@ -351,16 +351,22 @@ def test_recall_answers_503_when_the_ledger_fails_before_the_recall_is_made(serv
     assert client.post("/v1/recall", json=RECALL, headers=runtime).status_code == 200
 
 
-def test_a_close_refused_mid_way_is_finished_by_its_retry(service: Service) -> None:
+def close_dies_at_then_retried(service: Service, point: str) -> None:
+    """Close s1 with PostgreSQL dying at ``point``: a 503; then PostgreSQL back and the close retried: a 200."""
     client, runtime = service.client, service.as_("runtime")
-    assert client.post("/v1/turns", json={"turns": turns("s1", 6)}, headers=runtime).status_code == 200
-    service.arm("touch")  # the write-time pass ran; PostgreSQL dies before the partition is registered
+    service.arm(point)
     assert_unavailable(timed(lambda: client.post("/v1/sessions/s1/close", json={}, headers=runtime)))
-    assert service.ledger.fired == ["touch"]
+    assert service.ledger.fired == [point]
     service.server.restart()
     wait_until_answering(service)
     retried = client.post("/v1/sessions/s1/close", json={}, headers=runtime)
     assert retried.status_code == 200, retried.text
+
+
+def test_a_close_refused_mid_way_is_finished_by_its_retry(service: Service) -> None:
+    client, runtime = service.client, service.as_("runtime")
+    assert client.post("/v1/turns", json={"turns": turns("s1", 6)}, headers=runtime).status_code == 200
+    close_dies_at_then_retried(service, "touch")  # the write-time pass ran; the partition was not yet registered
     assert ("acme:ava", "u1") in service.ledger.partitions()  # the nightly sweep visits it
     assert all(item["trace"] and item["trace"]["status"] == "complete"
                for item in service.client.get(MEMORIES, headers=runtime).json()["items"])
@@ -373,13 +379,7 @@ def test_a_close_cut_short_after_its_traces_are_written_writes_its_facts_on_the_
     sent = turns("s1", 2)
     sent[0]["text"] = "I work at Kestrel now, and I walked the dog in the park"
     assert client.post("/v1/turns", json={"turns": sent}, headers=runtime).status_code == 200
-    service.arm("suppressed")  # traces stored; PostgreSQL dies before the first fact is written
-    assert_unavailable(timed(lambda: client.post("/v1/sessions/s1/close", json={}, headers=runtime)))
-    assert service.ledger.fired == ["suppressed"]
-    service.server.restart()
-    wait_until_answering(service)
-    retried = client.post("/v1/sessions/s1/close", json={}, headers=runtime)
-    assert retried.status_code == 200, retried.text
+    close_dies_at_then_retried(service, "suppressed")  # traces stored; no fact written yet
     facts = service.engine.list_facts("user", "acme:ava", "u1")
     assert [(f.fact.relation, f.fact.value) for f, _ in facts if f.fact] == [("works_at", "Kestrel")]
     assert [event.event for event in service.ledger.history(facts[0][0].memory_id)] == ["written"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from eval.serve_bench import stop_service
 from tests.servers.process import die_with_parent, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,13 +24,8 @@ STARTUP_TIMEOUT_S = 90.0
 
 def _terminate(process: subprocess.Popen[bytes] | None) -> None:
     """SIGTERM, as a supervisor stops it; SIGKILL if it has not exited within 20 s."""
-    if process is not None and process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    if process is not None:
+        stop_service(process, grace_s=20.0)
 
 
 class FeltsenseService:
