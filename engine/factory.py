@@ -120,7 +120,16 @@ def build_store(settings: Settings, embedder: Embedder) -> MemoryStore:
     if settings.store == "embedded":
         from engine.adapters.embedded_store import EmbeddedStore
 
-        return EmbeddedStore(settings.data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
+        try:
+            return EmbeddedStore(settings.data_dir, embedding_model=embedder.model_id, dimension=embedder.dimension)
+        except ConfigurationError as exc:
+            if settings.embedder != "local":
+                raise
+            from engine.adapters.onnx_embedder import LOCAL_MODELS
+
+            builds = ", ".join(f"{name} makes {model.model_id}" for name, model in LOCAL_MODELS.items())
+            hint = f"FELTSENSE_LOCAL_MODEL picks the local embedder's build: {builds}."
+            raise ConfigurationError(f"{exc} {hint}") from exc
     if settings.store == "weaviate":
         from engine.adapters.weaviate import WeaviateStore
 

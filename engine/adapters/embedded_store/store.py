@@ -83,9 +83,7 @@ class EmbeddedStore:
             raise ConfigurationError(
                 f"the store at {self._path} holds vectors of {found.get('embedding_model')} "
                 f"({found.get('dimension')}-d); this engine embeds with {model} ({dimension}-d). "
-                "Keep the model that wrote it (FELTSENSE_LOCAL_MODEL picks the local embedder's build: minilm-l6 makes "
-                "all-MiniLM-L6-v2-int8, minilm-l6-qint8 all-MiniLM-L6-v2-qint8), use another data directory, or "
-                "re-embed."
+                "Keep the model that wrote it, use another data directory, or re-embed."
             )
 
     # -- writes -------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import pytest
 from engine.adapters.embedded_store import EmbeddedStore
 from engine.adapters.onnx_embedder import DIMENSION, PACKAGE_MODEL, QINT8_MODEL, OnnxEmbedder
 from engine.domain.errors import ConfigurationError
+from engine.factory import build_store
+from engine.settings import Settings
 
 pytestmark = pytest.mark.slow
 
@@ -29,5 +31,6 @@ def test_the_int8_build_embeds_like_the_package_model_and_says_which_it_is() -> 
 
 def test_a_store_written_by_one_build_refuses_the_other_and_names_the_setting(tmp_path: Path) -> None:
     EmbeddedStore(tmp_path, embedding_model=PACKAGE_MODEL.model_id, dimension=DIMENSION).close()
+    settings = Settings(data_dir=tmp_path, local_model="minilm-l6-qint8")
     with pytest.raises(ConfigurationError, match="FELTSENSE_LOCAL_MODEL"):
-        EmbeddedStore(tmp_path, embedding_model=QINT8_MODEL.model_id, dimension=DIMENSION)
+        build_store(settings, OnnxEmbedder(QINT8_MODEL))
