@@ -3,6 +3,7 @@ leg material and substring matches recall reads from them. Rebuilt from SQLite o
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from scoring.fusion import bm25, bm25_idf
 
 POOL_FACTOR = 3  # the vector leg brings this many times params.candidates into the pool, by cosine
 LEXICAL_POOL_FACTOR = 5  # and the lexical leg at most this many times, by BM25, when more memories match
+TEXT_BLOCK = 1024  # rows per joined text of the substring search (``PartitionIndex._text_blocks``)
 
 
 @dataclass
@@ -52,6 +54,7 @@ class PartitionIndex:
     _session_codes: dict[str, int] = field(default_factory=dict)
     _rows: dict[str, int] = field(default_factory=dict)
     _facts: dict[int, set[str]] = field(default_factory=dict)
+    _joined_texts: list[tuple[str, list[int]]] = field(default_factory=list)
     states: dict[int, MemoryState] = field(default_factory=dict)
     _emotional_arrays: (
         tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]] | None
@@ -296,17 +299,48 @@ class PartitionIndex:
         self, query_text: str, limit: int, *, exclude_session: str | None, created_before: datetime,
         include_archived: bool,
     ) -> list[Candidate]:
-        """The last-resort mode over this partition (``MemoryStore.substring_search``)."""
+        """The last-resort mode over this partition (``MemoryStore.substring_search``): the visible memories whose
+        lower-cased text holds the most of the query's words (longer than two letters) as substrings, ingest
+        order breaking ties."""
         if self.size == 0:
             return []
-        allowed, _ = self.allowed(exclude_session, created_before, include_archived)
         needles = [w for w in dict.fromkeys(words(query_text)) if len(w) > 2]
-        out: list[Candidate] = []
-        for row in np.flatnonzero(allowed).tolist():
-            text = self.texts[row].lower()
-            found = sum(1 for w in needles if w in text)
-            if found:
-                out.append(Candidate(memory_id=self.memory_ids[row], relevance=found / len(needles),
-                                     legs=(Leg.SUBSTRING,)))
-        out.sort(key=lambda c: -c.relevance)
-        return out[:limit]
+        if not needles:
+            return []
+        allowed, _ = self.allowed(exclude_session, created_before, include_archived)
+        found = np.zeros(self.size, dtype=np.int64)
+        for needle in needles:
+            found[self._rows_holding(needle)] += 1
+        found[~allowed] = 0
+        rows = np.flatnonzero(found)
+        rows = rows[np.argsort(-found[rows], kind="stable")][:limit]
+        return [Candidate(memory_id=self.memory_ids[row], relevance=int(found[row]) / len(needles),
+                          legs=(Leg.SUBSTRING,)) for row in rows.tolist()]
+
+    def _rows_holding(self, needle: str) -> list[int]:
+        """The rows whose lower-cased text contains ``needle``, ascending: a search of each block's joined text
+        (C speed) rather than a Python loop over every row."""
+        held: list[int] = []
+        for first, (joined, starts) in zip(range(0, self.size, TEXT_BLOCK), self._text_blocks(), strict=True):
+            at = joined.find(needle)
+            while at != -1:
+                local = bisect.bisect_right(starts, at) - 1
+                held.append(first + local)
+                at = joined.find(needle, starts[local + 1]) if local + 1 < len(starts) else -1
+        return held
+
+    def _text_blocks(self) -> list[tuple[str, list[int]]]:
+        """The rows' lower-cased texts joined by NUL (which no needle holds) in blocks of ``TEXT_BLOCK`` rows, with
+        each text's start offset. Full blocks are kept; the last, partial one is rebuilt after the next add."""
+        blocks = self._joined_texts
+        covered = (len(blocks) - 1) * TEXT_BLOCK + len(blocks[-1][1]) if blocks else 0
+        if covered < self.size and blocks and len(blocks[-1][1]) < TEXT_BLOCK:
+            blocks.pop()  # a partial block that rows have been added after
+        for first in range(len(blocks) * TEXT_BLOCK, self.size, TEXT_BLOCK):
+            texts = [t.lower() for t in self.texts[first:first + TEXT_BLOCK]]
+            starts, offset = [], 0
+            for text in texts:
+                starts.append(offset)
+                offset += len(text) + 1
+            blocks.append(("\x00".join(texts), starts))
+        return blocks
