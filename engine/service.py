@@ -140,9 +140,16 @@ class Engine:
     def close_session(self, session_id: str, *, closed_at: datetime | None = None) -> CloseReport:
         """Run the write-time pass over a session's memories (traces, then atomic facts). A classifier failure
         leaves traces pending, and so does a backend outage that cuts the pass short (``TraceWriter.leave_pending``)."""
+        closed_at = closed_at or self.clock()
+        # The classification runs outside the write lock, so ingest and other closes are not held up by it; the
+        # write under the lock uses it only if the session has not changed meanwhile.
+        try:
+            prepared = self._writer.prepare(session_id, closed_at=closed_at)
+        except BackendUnavailable:  # the pass under the lock meets the outage too, and leaves the traces pending
+            prepared = None
         with self._write_lock:
             try:
-                report = self._writer.close_session(session_id, closed_at=closed_at or self.clock())
+                report = self._writer.close_session(session_id, closed_at=closed_at, prepared=prepared)
             except BackendUnavailable as exc:
                 self._writer.leave_pending(session_id, exc)
                 raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -33,7 +34,7 @@ from engine.domain.models import (
 )
 from engine.domain.ports import Classifier, Embedder, MemoryStore, Profiles, ResolutionLog
 from engine.domain.scopes import partition_for
-from engine.domain.tuning import TuningProfile
+from engine.domain.tuning import TuningProfile, WriteParams
 from engine.facts import FactService, ends_another
 from engine.strength import stage_two_params
 from scoring.rerank import salience_for
@@ -47,6 +48,25 @@ EARLIER_WORDS = 24
 """At most this many of a session's words are looked up among the user's earlier turns (``_earlier_texts``)."""
 EARLIER_PER_WORD = 3
 """Earlier turns kept per word: one is enough to make a repeat, a few guard against substring matches."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A session's traces built ahead of its close (``TraceWriter.prepare``), with what they were built from; the
+    exception instead when building them failed."""
+
+    memories: list[Memory]
+    existing: dict[str, Trace]
+    write: WriteParams
+    attempts: int
+    written_at: datetime
+    traces: list[Trace] | Exception
+
+    def holds(self, memories: list[Memory], existing: dict[str, Trace], write: WriteParams, attempts: int,
+              written_at: datetime) -> bool:
+        """Whether these traces are still the ones to write: the same memories, traces, settings and time."""
+        return (self.memories == memories and self.existing == existing and self.write == write
+                and self.attempts == attempts and self.written_at == written_at)
 
 
 class TraceWriter:
@@ -71,12 +91,31 @@ class TraceWriter:
         self._profiles = profiles
         self._clock = clock
 
-    def close_session(self, session_id: str, *, closed_at: datetime) -> CloseReport:
+    def prepare(self, session_id: str, *, closed_at: datetime) -> Prepared | None:
+        """The costly, read-only part of closing ``session_id`` (the classification and anchors of
+        ``build_traces``), computed without the engine's write lock so ingest and other closes go on meanwhile.
+        ``close_session`` uses it only if nothing it was computed from has changed since; None when there is
+        nothing to write."""
+        memories = self._store.session_memories(session_id)
+        if not memories:
+            return None
+        existing = self._store.get_traces([m.memory_id for m in memories])
+        if self._done(memories, existing):
+            return None
+        profile = self._profiles.profile_for(memories[0].character_id)
+        attempts = self._attempts(existing)
+        try:
+            return Prepared(memories, existing, profile.write, attempts, closed_at,
+                            self._build(session_id, memories, profile, closed_at, attempts))
+        except Exception as exc:  # written as pending by ``close_session``, as a failure under the lock would be
+            return Prepared(memories, existing, profile.write, attempts, closed_at, exc)
+
+    def close_session(self, session_id: str, *, closed_at: datetime, prepared: Prepared | None = None) -> CloseReport:
         turns = self._store.get_turns(session_id)
         if not turns:
             raise NotFound(f"no session {session_id!r}")
         self._store.mark_session_closed(session_id, closed_at)
-        return self._write(session_id, written_at=closed_at)
+        return self._write(session_id, written_at=closed_at, prepared=prepared)
 
     def accept_close(self, session_id: str, *, closed_at: datetime) -> None:
         if not self._store.get_turns(session_id):
@@ -128,30 +167,48 @@ class TraceWriter:
             vectors[missing] = fresh
         return vectors
 
-    def _write(self, session_id: str, *, written_at: datetime, retry: bool = False) -> CloseReport:
+    @staticmethod
+    def _done(memories: list[Memory], existing: dict[str, Trace]) -> bool:
+        return len(existing) == len(memories) and all(t.status is TraceStatus.COMPLETE for t in existing.values())
+
+    @staticmethod
+    def _attempts(existing: dict[str, Trace]) -> int:
+        return 1 + max((t.attempts for t in existing.values() if t.status is TraceStatus.PENDING), default=0)
+
+    def _build(self, session_id: str, memories: list[Memory], profile: TuningProfile, written_at: datetime,
+               attempts: int) -> list[Trace]:
+        return build_traces(
+            memories,
+            self._store.get_turns(session_id),
+            self._vectors(memories),
+            self._classifier,
+            profile.write,
+            written_at=written_at,
+            attempts=attempts,
+            embed=self._embedder.embed,
+            earlier=self._earlier_texts(session_id, memories),
+        )
+
+    def _write(self, session_id: str, *, written_at: datetime, retry: bool = False,
+               prepared: Prepared | None = None) -> CloseReport:
         memories = self._store.session_memories(session_id)
         if not memories:
             return CloseReport(session_id=session_id, traces_written=0, traces_pending=0)
         existing = self._store.get_traces([m.memory_id for m in memories])
-        if all(t.status is TraceStatus.COMPLETE for t in existing.values()) and len(existing) == len(memories):
+        if self._done(memories, existing):
             return CloseReport(session_id=session_id, traces_written=0, traces_pending=0)
         profile = self._profiles.profile_for(memories[0].character_id)
-        attempts = 1 + max((t.attempts for t in existing.values() if t.status is TraceStatus.PENDING), default=0)
+        attempts = self._attempts(existing)
         if retry and attempts > profile.write.max_attempts:
             # Exhausted: left pending for an operator (or an explicit close) rather than retried forever.
             return CloseReport(session_id=session_id, traces_written=0, traces_pending=len(memories))
         try:
-            traces = build_traces(
-                memories,
-                self._store.get_turns(session_id),
-                self._vectors(memories),
-                self._classifier,
-                profile.write,
-                written_at=written_at,
-                attempts=attempts,
-                embed=self._embedder.embed,
-                earlier=self._earlier_texts(session_id, memories),
-            )
+            if prepared is not None and prepared.holds(memories, existing, profile.write, attempts, written_at):
+                if isinstance(prepared.traces, Exception):
+                    raise prepared.traces
+                traces = prepared.traces
+            else:  # nothing prepared, or the session changed since (a late turn, an erasure, another pass)
+                traces = self._build(session_id, memories, profile, written_at, attempts)
         except Exception as exc:  # any classifier failure: keep the memories, mark their traces pending
             log.warning("write-time pass failed for session %s (attempt %d): %s", session_id, attempts, exc)
             pending = [

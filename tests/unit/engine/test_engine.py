@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -165,3 +166,39 @@ def test_an_embedder_outage_at_ingest_loses_no_turn(tmp_path: Path) -> None:
     healed = recall(up, "walked in the park", days=1)
     assert healed.trace.mode == "hybrid" and "vector" in [leg.value for leg in healed.memories[0].legs]
     store.close()
+
+
+class _IngestsWhileClassifying(KeywordClassifier):
+    """A classifier during whose first call another request stores a late turn of the session being closed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine: Engine | None = None
+        self.late_ingest_finished = False
+
+    def classify(self, texts, embeddings):  # type: ignore[no-untyped-def]
+        if self.calls == 0 and self.engine is not None:
+            engine = self.engine
+            late = threading.Thread(target=lambda: engine.ingest(turns("s1", LUNA)[3:]))
+            late.start()
+            late.join(timeout=30)
+            self.late_ingest_finished = not late.is_alive()
+        return super().classify(texts, embeddings)
+
+
+def test_a_close_does_not_hold_up_ingest_while_it_classifies_and_writes_what_arrived_meanwhile(
+    tmp_path: Path,
+) -> None:
+    embedder = HashingEmbedder()
+    store = EmbeddedStore(tmp_path, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    classifier = _IngestsWhileClassifying()
+    engine = Engine(ledger=SqliteLedger.in_memory(), store=store, embedder=embedder, classifier=classifier)
+    classifier.engine = engine
+    engine.ingest(turns("s1", LUNA[:3]))
+    report = engine.close_session("s1", closed_at=T0 + timedelta(minutes=5))
+    assert classifier.late_ingest_finished  # the ingest ran while the close was classifying, not after it
+    memories = store.session_memories("s1")
+    assert len(memories) == 3 and report.traces_written == 3  # the late user turn too: built again with it
+    assert {t.status for t in store.get_traces([m.memory_id for m in memories]).values()} == {TraceStatus.COMPLETE}
+    assert store.pending_sessions() == []
+    engine.close()
