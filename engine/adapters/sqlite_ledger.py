@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.adapters.sqlite_transaction import immediate
+from engine.adapters.sqlite_transaction import Readers, immediate
 from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
 from engine.domain.models import AuditEvent, Decision, MemoryState, Resolution, ReviewItem, ReviewKind
 
@@ -127,6 +127,15 @@ class SqliteLedger:
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+        # Reads on every turn (resolutions in force, erased ids) run beside the writes, on read connections of
+        # their own; a ledger in memory has one connection, and reads it under the lock.
+        self._readers = None if path is None else Readers(path)
+
+    def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        if self._readers is not None:
+            return self._readers.execute(sql, parameters)
+        with self._lock:
+            return self._db.execute(sql, parameters).fetchall()
 
     @classmethod
     def in_memory(cls) -> SqliteLedger:
@@ -153,11 +162,8 @@ class SqliteLedger:
         """The ids among ``memory_ids`` whose memory was erased (the audit skeleton remembers that it existed)."""
         if not memory_ids:
             return set()
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT DISTINCT memory_id FROM audit WHERE event = 'erased' AND memory_id IN "
-                f"({','.join('?' * len(memory_ids))})", list(memory_ids),
-            ).fetchall()
+        rows = self._read(f"SELECT DISTINCT memory_id FROM audit WHERE event = 'erased' AND memory_id IN "
+                          f"({','.join('?' * len(memory_ids))})", list(memory_ids))
         return {r[0] for r in rows}
 
     def partition_history(self, partition: str) -> list[AuditEvent]:
@@ -236,11 +242,9 @@ class SqliteLedger:
     def resolutions_in_force(self, partition: str, at: datetime) -> dict[str, Resolution]:
         """By memory id, the resolutions not undone whose resolving memory was said by ``at`` (the earliest per
         memory): what recall takes out of tone force on a turn at ``at``."""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {self._RESOLUTION} FROM resolutions WHERE partition = ? AND undone_at IS NULL AND at <= ? "
-                "ORDER BY at DESC, resolved_by DESC", (partition, at.astimezone(UTC).isoformat()),
-            ).fetchall()
+        rows = self._read(
+            f"SELECT {self._RESOLUTION} FROM resolutions WHERE partition = ? AND undone_at IS NULL AND at <= ? "
+            "ORDER BY at DESC, resolved_by DESC", (partition, at.astimezone(UTC).isoformat()))
         return {r.memory_id: r for r in map(self._resolution, rows)}
 
     def undo_resolutions(self, partition: str, memory_ids: Sequence[str], *, by: str,
@@ -309,12 +313,10 @@ class SqliteLedger:
         by_digest = {turn_digest(t): t for t in turn_ids}
         found: set[str] = set()
         digests = list(by_digest)
-        with self._lock:
-            for chunk in range(0, len(digests), 500):
-                part = digests[chunk:chunk + 500]
-                found.update(by_digest[r[0]] for r in self._db.execute(
-                    f"SELECT turn_digest FROM erased_turns WHERE turn_digest IN ({','.join('?' * len(part))})",
-                    part))
+        for chunk in range(0, len(digests), 500):
+            part = digests[chunk:chunk + 500]
+            found.update(by_digest[r[0]] for r in self._read(
+                f"SELECT turn_digest FROM erased_turns WHERE turn_digest IN ({','.join('?' * len(part))})", part))
         return found
 
     def suppress(self, fact_id: str, sources: Sequence[str]) -> None:
@@ -432,12 +434,10 @@ class SqliteLedger:
                              (recall_id, partition, at.astimezone(UTC).isoformat(), body))
 
     def recall(self, recall_id: str, partition: str) -> str:
-        with self._lock:
-            row = self._db.execute("SELECT body FROM recalls WHERE recall_id = ? AND partition = ?",
-                                   (recall_id, partition)).fetchone()
-        if row is None:
+        rows = self._read("SELECT body FROM recalls WHERE recall_id = ? AND partition = ?", (recall_id, partition))
+        if not rows:
             raise NotFound(f"no recall {recall_id!r}")
-        return str(row[0])
+        return str(rows[0][0])
 
     def forget_recalls(self, partition: str, memory_ids: list[str] | None = None) -> int:
         """Erase a partition's recall log, or only the recalls that showed one of ``memory_ids``."""
@@ -498,4 +498,6 @@ class SqliteLedger:
 
     def close(self) -> None:
         with self._lock:
+            if self._readers is not None:
+                self._readers.close()
             self._db.close()

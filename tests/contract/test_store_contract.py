@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import socket
+import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -187,6 +189,125 @@ def test_the_embedded_store_refuses_another_dimension(tmp_path: Path) -> None:
     EmbeddedStore(tmp_path, embedding_model="model-a", dimension=384).close()
     with pytest.raises(ConfigurationError, match="model-a"):
         EmbeddedStore(tmp_path, embedding_model="model-b", dimension=1024)
+
+
+def test_the_embedded_store_reads_while_a_write_is_in_progress(tmp_path: Path) -> None:
+    """Recall's reads (search, lookups, turns, tone candidates) do not queue behind a write: a write transaction
+    held open does not stop them, they see what had committed before it, and they see it once it commits."""
+    store = EmbeddedStore(tmp_path, embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
+    try:
+        other = Partition(character_id="ava", user_id="u2")
+        luna, walk = _memory(1, "Luna loved the park"), _memory(2, "a long walk by the river", user="u2")
+        store.add_turns([Turn(turn_id="u2-t2", session_id="s1", character_id="ava", user_id="u2", role="user",
+                              text=walk.text, timestamp=walk.created_at)])
+        _add(store, [luna, walk])
+        # Both partitions' indexes are loaded (the first read of a partition since start loads it under the write
+        # lock, so that no write lands between reading its rows and registering it).
+        assert _search(store, "Luna park") == [luna.memory_id]
+        assert _search(store, "walk river", partition=other) == [walk.memory_id]
+        fact = Memory(memory_id="f1", turn_id="", session_id="s1", character_id="ava", user_id="u1",
+                      text="The user lives in Leeds.", created_at=T0, kind="fact",
+                      fact=FactInfo(subject="user", relation="lives_in", value="leeds", source="user_stated",
+                                    content_hash=hashlib.sha256(b"the user lives in leeds.").hexdigest()))
+        inside, release = threading.Event(), threading.Event()
+
+        def held(_: Memory) -> None:  # the write stops half-way, its transaction open and the store's write lock held
+            inside.set()
+            assert release.wait(30)
+
+        store._before_replacing = held  # type: ignore[method-assign]
+        writer = threading.Thread(target=store.write_fact, args=(
+            fact, EMBEDDER.embed([fact.text])[0], MemoryState(memory_id="f1", status="active"), ()))
+        writer.start()
+        try:
+            assert inside.wait(30)
+            reads: dict[str, object] = {}
+
+            def read() -> None:
+                reads["search"] = _search(store, "Luna park")
+                reads["other"] = _search(store, "walk river", partition=other)
+                reads["memories"] = store.get_memories([luna.memory_id, "f1"])
+                reads["turns"] = len(store.get_turns("s1"))
+                reads["facts"] = store.list_facts(PARTITION)
+                reads["tone"] = store.tone_candidates(other, min_intensity=0.0, max_valence=1.0).memory_ids
+
+            reader = threading.Thread(target=read)
+            reader.start()
+            reader.join(10)
+            assert not reader.is_alive(), "a read waited for the write in progress"
+            assert reads == {"search": [luna.memory_id], "other": [walk.memory_id], "memories": [luna],
+                             "turns": 1, "facts": [], "tone": []}
+        finally:
+            release.set()
+            writer.join(30)
+        assert store.list_facts(PARTITION) == [fact]
+        assert store.get_memories(["f1"]) == [fact]
+    finally:
+        store.close()
+
+
+def test_the_embedded_store_stays_whole_under_concurrent_writes_and_reads(tmp_path: Path) -> None:
+    """Threads adding memories and traces to two partitions while others search them and look them up: no read
+    fails or sees half a write, and at the end every memory, trace and lexical entry is there, once."""
+    store = EmbeddedStore(tmp_path, embedding_model=EMBEDDER.model_id, dimension=EMBEDDER.dimension)
+    users, per_writer, writers = ("u1", "u2"), 40, 2
+    texts = [f"walk number {i} with Luna by the river" for i in range(per_writer)]
+    vectors = EMBEDDER.embed(texts)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write(user: str, writer: int) -> None:
+        for i in range(per_writer):
+            memory = _memory(writer * 1000 + i, texts[i], user=user, session=f"s{writer}-{i // 10}")
+            store.add_memories([memory], vectors[i:i + 1])
+            store.put_traces([Trace(memory_id=memory.memory_id, status=TraceStatus.COMPLETE, register="sadness",
+                                    valence=-0.6, intensity=0.8, kind="emotional", written_at=T0,
+                                    facts=(f"fact{writer}x{i} about Luna.",))])
+
+    def read(user: str) -> None:
+        partition = Partition(character_id="ava", user_id=user)
+        while not done.is_set():
+            found = _legs(store, _query("Luna river walk", RetrievalParams()), RetrievalParams(),
+                          partition=partition).memory_ids
+            assert len(found) == len(set(found))
+            memories = store.get_memories(found)
+            assert [m.memory_id for m in memories] == found and all(m.user_id == user for m in memories)
+            assert not np.isnan(store.get_vectors(found)).any()
+            store.tone_candidates(partition, min_intensity=0.5, max_valence=0.0)
+
+    def guarded(target: Callable[..., None], *args: object) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                target(*args)
+            except BaseException as error:  # reported by the test below
+                errors.append(error)
+        return run
+
+    try:
+        for user in users:  # loaded before the writes start, so the reads and writes meet in the indexes
+            store.search(SearchRequest(partition=Partition(character_id="ava", user_id=user), query_vector=None,
+                                       query_terms=["luna"], params=RetrievalParams(), exclude_session=None,
+                                       created_before=LATER))
+        readers = [threading.Thread(target=guarded(read, u)) for u in users for _ in range(2)]
+        writing = [threading.Thread(target=guarded(write, u, w)) for u in users for w in range(writers)]
+        for thread in readers + writing:
+            thread.start()
+        for thread in writing:
+            thread.join(120)
+        done.set()
+        for thread in readers:
+            thread.join(30)
+        assert errors == []
+        for user in users:
+            partition = Partition(character_id="ava", user_id=user)
+            assert store.count(partition) == writers * per_writer
+            tone = store.tone_candidates(partition, min_intensity=0.5, max_valence=0.0)
+            assert len(tone.memory_ids) == writers * per_writer
+            legs = _legs(store, _query("fact1x39", RetrievalParams(), vector=False), RetrievalParams(),
+                         partition=partition)
+            assert legs.memory_ids == [memory_id_for(f"{user}-t1039")]
+    finally:
+        store.close()
 
 
 def test_a_memory_sent_again_keeps_its_trace(store: MemoryStore) -> None:

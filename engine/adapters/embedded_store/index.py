@@ -4,6 +4,7 @@ leg material and substring matches recall reads from them. Rebuilt from SQLite o
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,9 +37,11 @@ TEXT_BLOCK = 1024  # rows per joined text of the substring search (``PartitionIn
 @dataclass
 class PartitionIndex:
     """Everything recall needs for one partition, in memory: stage one's arrays and postings, and the parsed
-    memories and traces (so a recall never parses a row). Append-only; rebuilt from SQLite on first use."""
+    memories and traces (so a recall never parses a row). Append-only; rebuilt from SQLite on first use. Not
+    thread-safe by itself: whoever reads or changes it holds ``lock``."""
 
     dimension: int
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     memories: list[Memory] = field(default_factory=list)
     traces: dict[int, Trace] = field(default_factory=dict)
     emotional: dict[int, Trace] = field(default_factory=dict)  # complete emotional traces: tone rule candidates

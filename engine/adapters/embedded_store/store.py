@@ -9,9 +9,10 @@ restart, so nothing but SQLite needs to be durable.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -30,7 +31,7 @@ from engine.adapters.embedded_store.schema import (
     ts,
     turn_from_row,
 )
-from engine.adapters.sqlite_transaction import immediate
+from engine.adapters.sqlite_transaction import Readers, immediate
 from engine.domain.errors import BackendUnavailable, ConfigurationError, InvalidInput, NotFound
 from engine.domain.models import (
     Candidate,
@@ -47,7 +48,8 @@ Record = TypeVar("Record", Trace, MemoryState)
 
 
 class EmbeddedStore:
-    """In-process, durable store. Thread-safe: one lock serialises SQLite access and index updates."""
+    """In-process, durable store. Thread-safe: one lock serialises writes (SQLite's and the indexes'); reads run
+    beside them, on read connections of their own and under the lock of the one partition index they read."""
 
     def __init__(self, data_dir: Path, *, embedding_model: str, dimension: int) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +61,8 @@ class EmbeddedStore:
         self._db.execute("PRAGMA secure_delete=ON")
         self._migrate()
         self._db.executescript(SCHEMA)
-        self._lock = threading.RLock()
+        self._write = threading.RLock()
+        self._readers = Readers(self._path)
         self._dimension = dimension
         self._indexes: dict[tuple[str, str], PartitionIndex] = {}
         self._loaded: dict[str, PartitionIndex] = {}  # memory id -> the loaded partition index holding it
@@ -90,7 +93,7 @@ class EmbeddedStore:
 
     def add_turns(self, turns: Sequence[Turn]) -> list[bool]:
         new: list[bool] = []
-        with self._lock, immediate(self._db):
+        with self._write, immediate(self._db):
             for turn in turns:
                 cursor = self._db.execute(
                     "INSERT OR IGNORE INTO turns (turn_id, session_id, character_id, user_id, role, text, "
@@ -106,7 +109,7 @@ class EmbeddedStore:
             raise InvalidInput(f"{len(memories)} memories but {len(vectors)} vectors", field="vectors")
         if vectors is not None and len(memories) and vectors.shape[1] != self._dimension:
             raise InvalidInput(f"vectors are {vectors.shape[1]}-d, the store holds {self._dimension}-d")
-        with self._lock:
+        with self._write:
             with immediate(self._db):
                 added: list[int] = []
                 for i, memory in enumerate(memories):
@@ -131,13 +134,14 @@ class EmbeddedStore:
     def _index_added(self, memory: Memory, vector: NDArray[np.float32] | None) -> None:
         index = self._indexes.get((memory.character_id, memory.user_id))
         if index is not None:
-            index.add(memory, vector)
+            with index.lock:
+                index.add(memory, vector)
             self._loaded[memory.memory_id] = index
 
     def set_vectors(self, memory_ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         if len(memory_ids) != len(vectors):
             raise InvalidInput(f"{len(memory_ids)} ids but {len(vectors)} vectors", field="vectors")
-        with self._lock:
+        with self._write:
             with immediate(self._db):
                 self._db.executemany(
                     "UPDATE memories SET vector = ? WHERE memory_id = ?",
@@ -147,17 +151,16 @@ class EmbeddedStore:
             for memory_id, vector in zip(memory_ids, vectors, strict=True):
                 index = self._loaded.get(memory_id)
                 if index is not None:
-                    index.set_vector(memory_id, vector)
+                    with index.lock:
+                        index.set_vector(memory_id, vector)
 
     def unembedded(self, limit: int) -> list[Memory]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE vector IS NULL ORDER BY seq LIMIT ?", (limit,)
-            ).fetchall()
+        rows = self._readers.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE vector IS NULL ORDER BY seq LIMIT ?", (limit,))
         return [memory_from_row(r) for r in rows]
 
     def put_traces(self, traces: Sequence[Trace]) -> None:
-        with self._lock:
+        with self._write:
             with immediate(self._db):
                 for trace in traces:
                     cursor = self._db.execute(
@@ -174,13 +177,14 @@ class EmbeddedStore:
             for trace in traces:
                 index = self._loaded.get(trace.memory_id)
                 if index is not None:
-                    index.set_trace(trace)
+                    with index.lock:
+                        index.set_trace(trace)
 
     def delete_memories(self, memory_ids: Sequence[str]) -> None:
         """Forget memories and their traces (their turns stay). Ids that are not stored are ignored."""
         if not memory_ids:
             return
-        with self._lock:
+        with self._write:
             placeholders = ",".join("?" * len(memory_ids))
             owners = {
                 (r[0], r[1]) for r in self._db.execute(
@@ -205,7 +209,7 @@ class EmbeddedStore:
                     self._loaded = {m: i for m, i in self._loaded.items() if i is not index}
 
     def mark_session_closed(self, session_id: str, closed_at: datetime) -> None:
-        with self._lock:
+        with self._write:
             self._db.execute(
                 "INSERT INTO sessions (session_id, closed_at) VALUES (?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET closed_at = excluded.closed_at",
@@ -215,70 +219,53 @@ class EmbeddedStore:
     # -- reads --------------------------------------------------------------------------------------------
 
     def closed_sessions(self, session_ids: Sequence[str]) -> set[str]:
-        with self._lock:
-            return {
-                row[0]
-                for row in self._db.execute(
-                    f"SELECT session_id FROM sessions WHERE session_id IN ({','.join('?' * len(session_ids))})",
-                    list(session_ids),
-                )
-            }
+        rows = self._readers.execute(
+            f"SELECT session_id FROM sessions WHERE session_id IN ({','.join('?' * len(session_ids))})",
+            list(session_ids),
+        )
+        return {row[0] for row in rows}
 
     def get_turns(self, session_id: str) -> list[Turn]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
+        rows = self._readers.execute(
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY seq", (session_id,))
         return [turn_from_row(r) for r in rows]
 
     def session_memories(self, session_id: str) -> list[Memory]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'turn' ORDER BY seq",
-                (session_id,)
-            ).fetchall()
+        rows = self._readers.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'turn' ORDER BY seq",
+            (session_id,))
         return [memory_from_row(r) for r in rows]
 
     def list_memories(self, partition: Partition, *, offset: int, limit: int) -> list[Memory]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
-                "ORDER BY seq LIMIT ? OFFSET ?",
-                (partition.character_id, partition.user_id, limit, offset),
-            ).fetchall()
+        rows = self._readers.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
+            "ORDER BY seq LIMIT ? OFFSET ?",
+            (partition.character_id, partition.user_id, limit, offset))
         return [memory_from_row(r) for r in rows]
 
     def get_memories(self, memory_ids: Sequence[str], *, current: bool = False) -> list[Memory]:
         # ``current`` changes nothing here: one process owns the store, so its index is never behind an erasure.
         if not memory_ids:
             return []
-        with self._lock:
-            cached = self._cached(memory_ids)
+        with self._cached(memory_ids) as cached:
             if cached is not None:
                 return [index.memories[row] for index, row in cached]
-            rows = self._db.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE memory_id IN "
-                f"({','.join('?' * len(memory_ids))})",
-                list(memory_ids),
-            ).fetchall()
+        rows = self._readers.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
+            list(memory_ids))
         by_id = {r[0]: memory_from_row(r) for r in rows}
         return [by_id[m] for m in memory_ids if m in by_id]
 
     def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:
         if not memory_ids:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        with self._lock:
-            cached = self._cached(memory_ids)
+        with self._cached(memory_ids) as cached:
             if cached is not None:  # recall asks for its candidates' vectors every turn (MMR)
                 missing = np.full(self._dimension, np.nan, dtype=np.float32)
                 return np.stack([index.vectors[row] if index.has_vector(row) else missing for index, row in cached])
-            rows = dict(
-                self._db.execute(
-                    f"SELECT memory_id, vector FROM memories WHERE memory_id IN "
-                    f"({','.join('?' * len(memory_ids))})",
-                    list(memory_ids),
-                ).fetchall()
-            )
+        rows = dict(self._readers.execute(
+            f"SELECT memory_id, vector FROM memories WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
+            list(memory_ids)))
         missing = np.full(self._dimension, np.nan, dtype=np.float32)
         return np.stack([missing if rows.get(m) is None else np.frombuffer(rows[m], dtype=np.float32)
                          for m in memory_ids])
@@ -292,34 +279,37 @@ class EmbeddedStore:
         when they hold every id, else the JSON bodies in SQLite."""
         if not memory_ids:
             return {}
-        with self._lock:
-            cached = self._cached(memory_ids)
+        with self._cached(memory_ids) as cached:
             if cached is not None:
                 return {record.memory_id: record for index, row in cached
                         if (record := held(index).get(row)) is not None}
-            rows = self._db.execute(
-                f"SELECT body FROM {table} WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
-                list(memory_ids),
-            ).fetchall()
+        rows = self._readers.execute(
+            f"SELECT body FROM {table} WHERE memory_id IN ({','.join('?' * len(memory_ids))})", list(memory_ids))
         found = [model.model_validate_json(r[0]) for r in rows]
         return {record.memory_id: record for record in found}
 
-    def _cached(self, memory_ids: Sequence[str]) -> list[tuple[PartitionIndex, int]] | None:
-        """Where each memory sits in a loaded partition index, or None if any is not loaded."""
+    @contextlib.contextmanager
+    def _cached(self, memory_ids: Sequence[str]) -> Iterator[list[tuple[PartitionIndex, int]] | None]:
+        """Where each memory sits in a loaded partition index, or None if any is not loaded; the indexes holding
+        them are locked while the caller reads them (in one order, so two readers never deadlock)."""
         found = []
         for memory_id in memory_ids:
             index = self._loaded.get(memory_id)
             row = None if index is None else index.row_of(memory_id)
             if index is None or row is None:
-                return None
+                yield None
+                return
             found.append((index, row))
-        return found
+        with contextlib.ExitStack() as locks:
+            for _, held in sorted({id(i): i for i, _ in found}.items()):
+                locks.enter_context(held.lock)
+            yield found
 
     def tone_candidates(
         self, partition: Partition, *, min_intensity: float, max_valence: float
     ) -> ToneCandidates:
-        with self._lock:
-            index = self._index(partition)
+        index = self._index(partition)
+        with index.lock:
             cached = index.tone_cache.get((min_intensity, max_valence))
             if cached is not None:
                 return cached
@@ -339,28 +329,30 @@ class EmbeddedStore:
             return found
 
     def pending_sessions(self) -> list[str]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT DISTINCT m.session_id FROM traces t JOIN memories m ON m.memory_id = t.memory_id "
-                "JOIN sessions s ON s.session_id = m.session_id WHERE t.status = ? ORDER BY m.session_id",
-                (TraceStatus.PENDING.value,),
-            ).fetchall()
+        rows = self._readers.execute(
+            "SELECT DISTINCT m.session_id FROM traces t JOIN memories m ON m.memory_id = t.memory_id "
+            "JOIN sessions s ON s.session_id = m.session_id WHERE t.status = ? ORDER BY m.session_id",
+            (TraceStatus.PENDING.value,))
         return [r[0] for r in rows]
 
     def count(self, partition: Partition) -> int:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT COUNT(*) FROM memories WHERE character_id = ? AND user_id = ?",
-                (partition.character_id, partition.user_id),
-            ).fetchone()
-        return int(row[0])
+        rows = self._readers.execute("SELECT COUNT(*) FROM memories WHERE character_id = ? AND user_id = ?",
+                                     (partition.character_id, partition.user_id))
+        return int(rows[0][0])
 
     # -- stage one ----------------------------------------------------------------------------------------
 
     def _index(self, partition: Partition) -> PartitionIndex:
         key = (partition.character_id, partition.user_id)
         index = self._indexes.get(key)
-        if index is None:
+        if index is not None:
+            return index
+        # Built under the write lock, from the writer connection: no write lands between reading the rows and
+        # registering the index (a write after finds the index and adds itself to it).
+        with self._write:
+            index = self._indexes.get(key)
+            if index is not None:
+                return index
             index = PartitionIndex(self._dimension)
             rows = self._db.execute(
                 f"SELECT {', '.join('m.' + c for c in MEMORY_COLUMNS.split(', '))}, m.vector, t.body, s.body "
@@ -379,20 +371,21 @@ class EmbeddedStore:
                 if row[w + 2] is not None:
                     index.set_state(MemoryState.model_validate_json(row[w + 2]))
             self._indexes[key] = index
-        return index
+            return index
 
     def search(self, request: SearchRequest) -> LegScores:
-        with self._lock:
-            return self._index(request.partition).leg_scores(request)
+        index = self._index(request.partition)
+        with index.lock:
+            return index.leg_scores(request)
 
     def substring_search(
         self, partition: Partition, *, query_text: str, limit: int, exclude_session: str | None,
         created_before: datetime, include_archived: bool = False,
     ) -> list[Candidate]:
-        with self._lock:
-            return self._index(partition).substring(query_text, limit, exclude_session=exclude_session,
-                                                    created_before=created_before,
-                                                    include_archived=include_archived)
+        index = self._index(partition)
+        with index.lock:
+            return index.substring(query_text, limit, exclude_session=exclude_session, created_before=created_before,
+                                   include_archived=include_archived)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -400,7 +393,7 @@ class EmbeddedStore:
         return self._records(memory_ids, "states", MemoryState, lambda index: index.states)
 
     def put_states(self, states: Sequence[MemoryState]) -> None:
-        with self._lock:
+        with self._write:
             with immediate(self._db):
                 self._put_states(states)
             self._index_states(states)
@@ -420,15 +413,13 @@ class EmbeddedStore:
         for state in states:
             index = self._loaded.get(state.memory_id)
             if index is not None:
-                index.set_state(state)
+                with index.lock:
+                    index.set_state(state)
 
     def list_facts(self, partition: Partition) -> list[Memory]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? "
-                "AND kind = 'fact' ORDER BY seq",
-                (partition.character_id, partition.user_id),
-            ).fetchall()
+        rows = self._readers.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE character_id = ? AND user_id = ? AND kind = 'fact' "
+            "ORDER BY seq", (partition.character_id, partition.user_id))
         return [memory_from_row(r) for r in rows]
 
     def write_fact(self, fact: Memory, vector: NDArray[np.float32] | None, state: MemoryState,
@@ -436,7 +427,7 @@ class EmbeddedStore:
         """One SQLite transaction: the new fact, its state and the replaced states commit together or not at all."""
         if fact.kind != "fact" or fact.fact is None:
             raise InvalidInput(f"memory {fact.memory_id!r} is not a fact", field="kind")
-        with self._lock:
+        with self._write:
             with immediate(self._db):
                 added = self._insert_memory(fact, vector)
                 self._put_states([state])
@@ -457,7 +448,7 @@ class EmbeddedStore:
                 return []
             where += f" AND turn_id IN ({','.join('?' * len(turn_ids))})"
             params.extend(turn_ids)
-        with self._lock, immediate(self._db):
+        with self._write, immediate(self._db):
             deleted = [r[0] for r in self._db.execute(f"SELECT turn_id FROM turns WHERE {where} ORDER BY seq",
                                                       params)]
             self._db.execute(f"DELETE FROM turns WHERE {where}", params)
@@ -467,10 +458,10 @@ class EmbeddedStore:
         if not turn_ids:
             return {}
         found: dict[str, Turn] = {}
-        with self._lock:
+        with self._readers.connection() as db:
             for chunk in range(0, len(turn_ids), 500):
                 ids = list(turn_ids[chunk:chunk + 500])
-                for r in self._db.execute(
+                for r in db.execute(
                     f"SELECT {TURN_COLUMNS} FROM turns WHERE turn_id IN ({','.join('?' * len(ids))})", ids,
                 ):
                     found[r[0]] = turn_from_row(r)
@@ -479,13 +470,14 @@ class EmbeddedStore:
     def purge(self) -> None:
         """Copy the write-ahead log into the database and truncate it: the WAL keeps every page image written
         since the last checkpoint, so deleted content would otherwise stay readable there."""
-        with self._lock:
+        with self._write:
             busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             raise BackendUnavailable("the store's write-ahead log could not be truncated: another connection "
                                      "reads it", backend="embedded")
 
     def close(self) -> None:
-        with self._lock:
+        with self._write:
+            self._readers.close()
             self._db.close()
 
