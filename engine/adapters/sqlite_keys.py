@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engine.adapters.sqlite_transaction import immediate
+from engine.adapters.sqlite_transaction import Readers, immediate
 from engine.domain.errors import Conflict
 from engine.domain.ports import KeyRecord
 
@@ -61,6 +61,7 @@ class SqliteKeyRecords:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+        self._readers = Readers(path)
 
     def _insert(self, record: KeyRecord) -> None:
         try:
@@ -81,8 +82,9 @@ class SqliteKeyRecords:
             self._insert(record)
 
     def get(self, key_id: str) -> KeyRecord | None:
-        with self._lock:
-            return self._get(key_id)
+        # Every request authenticates: on a read connection of its own, beside the other requests and the writes.
+        rows = self._readers.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
+        return _record(rows[0]) if rows else None
 
     def all(self) -> list[KeyRecord]:
         with self._lock:
@@ -122,4 +124,5 @@ class SqliteKeyRecords:
 
     def close(self) -> None:
         with self._lock:
+            self._readers.close()
             self._db.close()

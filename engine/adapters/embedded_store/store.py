@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -45,6 +45,7 @@ from engine.domain.models import (
 from engine.domain.ports import LegScores, SearchRequest, ToneCandidates
 
 Record = TypeVar("Record", Trace, MemoryState)
+Found = TypeVar("Found")
 
 
 class EmbeddedStore:
@@ -247,9 +248,9 @@ class EmbeddedStore:
         # ``current`` changes nothing here: one process owns the store, so its index is never behind an erasure.
         if not memory_ids:
             return []
-        with self._cached(memory_ids) as cached:
-            if cached is not None:
-                return [index.memories[row] for index, row in cached]
+        cached = self._cached(memory_ids, lambda found: [index.memories[row] for index, row in found])
+        if cached is not None:
+            return cached
         rows = self._readers.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
             list(memory_ids))
@@ -259,14 +260,14 @@ class EmbeddedStore:
     def get_vectors(self, memory_ids: Sequence[str]) -> NDArray[np.float32]:
         if not memory_ids:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        with self._cached(memory_ids) as cached:
-            if cached is not None:  # recall asks for its candidates' vectors every turn (MMR)
-                missing = np.full(self._dimension, np.nan, dtype=np.float32)
-                return np.stack([index.vectors[row] if index.has_vector(row) else missing for index, row in cached])
+        missing = np.full(self._dimension, np.nan, dtype=np.float32)
+        vectors = self._cached(memory_ids, lambda found: np.stack(  # recall asks for its candidates' every turn (MMR)
+            [index.vectors[row] if index.has_vector(row) else missing for index, row in found]))
+        if vectors is not None:
+            return vectors
         rows = dict(self._readers.execute(
             f"SELECT memory_id, vector FROM memories WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
             list(memory_ids)))
-        missing = np.full(self._dimension, np.nan, dtype=np.float32)
         return np.stack([missing if rows.get(m) is None else np.frombuffer(rows[m], dtype=np.float32)
                          for m in memory_ids])
 
@@ -279,31 +280,36 @@ class EmbeddedStore:
         when they hold every id, else the JSON bodies in SQLite."""
         if not memory_ids:
             return {}
-        with self._cached(memory_ids) as cached:
-            if cached is not None:
-                return {record.memory_id: record for index, row in cached
-                        if (record := held(index).get(row)) is not None}
+        cached = self._cached(memory_ids, lambda found: {
+            record.memory_id: record for index, row in found if (record := held(index).get(row)) is not None})
+        if cached is not None:
+            return cached
         rows = self._readers.execute(
             f"SELECT body FROM {table} WHERE memory_id IN ({','.join('?' * len(memory_ids))})", list(memory_ids))
         found = [model.model_validate_json(r[0]) for r in rows]
         return {record.memory_id: record for record in found}
 
-    @contextlib.contextmanager
-    def _cached(self, memory_ids: Sequence[str]) -> Iterator[list[tuple[PartitionIndex, int]] | None]:
-        """Where each memory sits in a loaded partition index, or None if any is not loaded; the indexes holding
-        them are locked while the caller reads them (in one order, so two readers never deadlock)."""
+    def _cached(self, memory_ids: Sequence[str], read: Callable[[list[tuple[PartitionIndex, int]]], Found],
+                ) -> Found | None:
+        """``read`` of where each memory sits in a loaded partition index, under the locks of the indexes holding
+        them (taken in one order, so two readers never deadlock); None if any is not loaded."""
         found = []
+        loaded, first = self._loaded, None
         for memory_id in memory_ids:
-            index = self._loaded.get(memory_id)
+            index = loaded.get(memory_id)
             row = None if index is None else index.row_of(memory_id)
             if index is None or row is None:
-                yield None
-                return
+                return None
             found.append((index, row))
+            first = first or index
+        assert first is not None
+        if all(index is first for index, _ in found):  # one partition's: what recall asks for
+            with first.lock:
+                return read(found)
         with contextlib.ExitStack() as locks:
             for _, held in sorted({id(i): i for i, _ in found}.items()):
                 locks.enter_context(held.lock)
-            yield found
+            return read(found)
 
     def tone_candidates(
         self, partition: Partition, *, min_intensity: float, max_valence: float
