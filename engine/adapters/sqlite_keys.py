@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS issued_keys (
 """
 
 _COLUMNS = "key_id, org, role, secret_sha256, label, created_at, revoked_at"
+_BY_ID = f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?"
 
 
 def _text(at: datetime) -> str:
@@ -74,7 +75,7 @@ class SqliteKeyRecords:
             raise Conflict(f"key id {record.key_id!r} is taken", ids=(record.key_id,)) from None
 
     def _get(self, key_id: str) -> KeyRecord | None:
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+        row = self._db.execute(_BY_ID, (key_id,)).fetchone()
         return None if row is None else _record(row)
 
     def insert(self, record: KeyRecord) -> None:
@@ -82,8 +83,9 @@ class SqliteKeyRecords:
             self._insert(record)
 
     def get(self, key_id: str) -> KeyRecord | None:
-        # Every request authenticates: on a read connection of its own, beside the other requests and the writes.
-        rows = self._readers.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
+        # Every request authenticates: on a read connection of its own, beside the other requests (the key file is
+        # not in WAL mode, so a key being written still holds reads up for its commit).
+        rows = self._readers.execute(_BY_ID, (key_id,))
         return _record(rows[0]) if rows else None
 
     def all(self) -> list[KeyRecord]:

@@ -25,10 +25,10 @@ def immediate(db: sqlite3.Connection) -> Iterator[None]:
 
 
 class Readers:
-    """Read-only connections to a SQLite file in WAL mode, lent one per read, so reads run beside each other and
-    beside the one writer instead of queueing on the writer's lock. A read sees every transaction committed before
-    it began, never a write transaction still open on the writer connection. Connections are kept for reuse, as
-    many as reads ever ran at once."""
+    """Read-only connections to a SQLite file, lent one per read, so reads run beside each other instead of
+    queueing on the writer's lock (and, when the file is in WAL mode, beside the writer too). A read sees every
+    transaction committed before it began, never a write transaction still open on the writer connection.
+    Connections are kept for reuse, as many as reads ever ran at once."""
 
     def __init__(self, path: Path) -> None:
         self._path = path

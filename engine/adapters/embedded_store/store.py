@@ -294,15 +294,14 @@ class EmbeddedStore:
         """``read`` of where each memory sits in a loaded partition index, under the locks of the indexes holding
         them (taken in one order, so two readers never deadlock); None if any is not loaded."""
         found = []
-        loaded, first = self._loaded, None
+        loaded = self._loaded
         for memory_id in memory_ids:
             index = loaded.get(memory_id)
             row = None if index is None else index.row_of(memory_id)
             if index is None or row is None:
                 return None
             found.append((index, row))
-            first = first or index
-        assert first is not None
+        first = found[0][0]  # callers pass at least one id
         if all(index is first for index, _ in found):  # one partition's: what recall asks for
             with first.lock:
                 return read(found)
