@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -39,10 +40,11 @@ from api.boundary import (
     recall_answer,
     user_partition,
 )
-from api.dependencies import EngineDep, JobsDep, OptionalJobsDep, PrincipalDep
+from api.dependencies import EngineDep, JobsDep, MetricsDep, OptionalJobsDep, PrincipalDep
 from api.docs import bearer_documented, docs_routes, openapi_config
 from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
+from api.metrics import Metrics, metrics_route
 from api.resolutions import resolution_routes
 from api.security import authenticator, require
 from api.tenancy import scope_query, scope_turn, scoped, unscope_result, unscoped
@@ -242,10 +244,14 @@ def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Res
 
 @post("/v1/turns", status_code=200, sync_to_thread=True, summary="Append turns (idempotent by turn id)",
       responses=problems(*WITH_BODY, 409, 410))
-def ingest_turns(data: JSONBody[TurnBatch], engine: EngineDep, principal: PrincipalDep) -> IngestReport:
+def ingest_turns(
+    data: JSONBody[TurnBatch], engine: EngineDep, principal: PrincipalDep, metrics: MetricsDep
+) -> IngestReport:
     require(principal, "runtime")
     try:
-        return to_wire(IngestReport, engine.ingest([scope_turn(principal.org, turn) for turn in data.turns]))
+        report = engine.ingest([scope_turn(principal.org, turn) for turn in data.turns])
+        metrics.ingested(report)
+        return to_wire(IngestReport, report)
     except (Conflict, Gone) as exc:  # name the caller's ids, not the organisation-scoped ones the engine stores
         message = str(exc).replace(f"'{scoped(principal.org, '')}", "'")
         ids = tuple(unscoped(principal.org, i) for i in exc.ids)
@@ -257,11 +263,13 @@ def ingest_turns(data: JSONBody[TurnBatch], engine: EngineDep, principal: Princi
       summary="Close a session: run the write-time pass over its memories",
       responses=problems(*WITH_BODY, 404), operation_class=OptionalBody)
 def close_session(
-    session_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, data: JSONBody[CloseRequest | None] = None
+    session_id: FromPath[str], engine: EngineDep, principal: PrincipalDep, metrics: MetricsDep,
+    data: JSONBody[CloseRequest | None] = None,
 ) -> CloseReport:
     require(principal, "runtime")
     closed_at: datetime | None = data.closed_at if data else None
     report = engine.close_session(scoped(principal.org, session_id), closed_at=closed_at)
+    metrics.closed()
     return to_wire(CloseReport, report.model_copy(update={"session_id": session_id}))
 
 
@@ -270,10 +278,13 @@ def close_session(
               "(detail=full: the whole result with every trace)",
       responses=problems(*WITH_BODY), response_class=RoundedJSON)
 def recall(
-    data: JSONBody[RecallRequest], engine: EngineDep, principal: PrincipalDep, detail: DetailQuery = "compact"
+    data: JSONBody[RecallRequest], engine: EngineDep, principal: PrincipalDep, metrics: MetricsDep,
+    detail: DetailQuery = "compact",
 ) -> CompactRecall | RecallResult:
     require(principal, "runtime", "evaluator")
+    started = time.perf_counter()
     result = unscope_result(principal.org, engine.recall(scope_query(principal.org, data)))
+    metrics.recalled(result, time.perf_counter() - started)
     # The access log records which mode answered, so a stretch of degraded recall can be found afterwards.
     access.log(
         logging.INFO if result.trace.mode == "hybrid" else logging.WARNING,
@@ -326,7 +337,7 @@ class Readiness(BaseModel):
                                                             "trace"), **problems(*WITH_BODY, 404)},
       operation_class=OptionalBody)
 async def enqueue_close(
-    session_id: FromPath[str], engine: EngineDep, jobs: JobsDep, principal: PrincipalDep,
+    session_id: FromPath[str], engine: EngineDep, jobs: JobsDep, principal: PrincipalDep, metrics: MetricsDep,
     data: JSONBody[CloseRequest | None] = None,
     wait: bool = Parameter(default=False, description="answer once the write-time pass has run (200), or after "
                                                       "timeout_s with the job still pending (202)"),
@@ -344,6 +355,7 @@ async def enqueue_close(
     except NotFound:
         raise NotFound(f"no session {session_id!r}") from None
     job_id = await jobs.enqueue_write(engine_session, closed_at)
+    metrics.closed()
     pending: int | None = None
     if wait:
         state, pending = await _wait_for(engine, jobs, engine_session, closed_at, job_id, timeout_s)
@@ -430,6 +442,7 @@ def create_app(
     worker processes)."""
     dirs = tuple(DEFAULT_TRANSCRIPT_DIRS if transcript_dirs is None else transcript_dirs)
     replay_runner = replays or ReplayRunner(ThreadWorkers(lambda: engine.components()))  # read when a replay runs
+    metrics = Metrics(engine, jobs)
 
     @contextlib.asynccontextmanager
     async def retry_pending(app: Litestar) -> AsyncIterator[None]:
@@ -458,7 +471,8 @@ def create_app(
     return Litestar(
         route_handlers=[*bearer_documented([
             ingest_turns, close_session if jobs is None else enqueue_close, job_status, recall, healthz, readyz,
-            *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page]), *docs_routes],
+            *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page]), *docs_routes,
+            metrics_route(metrics)],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=True),
@@ -467,6 +481,7 @@ def create_app(
             "jobs": Provide(lambda: jobs, use_cache=True, sync_to_thread=False),
             "transcript_dirs": Provide(lambda: dirs, use_cache=True, sync_to_thread=False),
             "replays": Provide(lambda: replay_runner, use_cache=True, sync_to_thread=False),
+            "metrics": Provide(lambda: metrics, use_cache=True, sync_to_thread=False),
         },
         before_request=_check_body,
         exception_handlers={

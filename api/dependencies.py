@@ -13,6 +13,7 @@ from pathlib import Path
 from litestar.di import NamedDependency
 
 from api.auth import Principal
+from api.metrics import Metrics
 from engine import Engine
 from engine.domain.ports import ProfileStore
 from engine.jobs import JobQueue
@@ -24,6 +25,9 @@ EngineDep = NamedDependency[Engine]
 PrincipalDep = NamedDependency[Principal]
 """``principal``: the caller, from its API key (``api.security.authenticator``; a 401 without one). Taking it is
 what makes a route authenticated, and documented with the bearer scheme (``api.docs.bearer_documented``)."""
+
+MetricsDep = NamedDependency[Metrics]
+"""``metrics``: the app's Prometheus metrics (``api.metrics``), which handlers count what they answered into."""
 
 TuningDep = NamedDependency[ProfileStore | None]
 """``tuning``: the tuning store, or None when the app was built without one (tuning routes answer 503)."""

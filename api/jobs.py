@@ -101,6 +101,12 @@ class ArqJobs:
         return JobState(job_id=job_id, status={ArqStatus.in_progress: "running", ArqStatus.queued: "queued",
                                                ArqStatus.deferred: "queued"}.get(status, "unknown"))
 
+    async def depth(self) -> int:
+        try:  # arq keeps queued (and deferred) jobs in one sorted set; a running job stays in it until done
+            return int(await self.pool.zcard(self.pool.default_queue_name))
+        except (RedisError, OSError) as exc:
+            raise BackendUnavailable(f"cannot read the job queue's depth: {exc}", backend=self.backend) from exc
+
     async def ping(self) -> None:
         try:
             await self.pool.ping()

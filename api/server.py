@@ -11,7 +11,7 @@ from typing import TextIO
 from api.app import create_app
 from api.auth import DEV_KEY_FILE, KeyStore
 from api.jobs import ArqJobs, check_shared_store
-from engine import build_engine, build_key_records, build_profile_store, check_settings
+from engine import build_engine, build_key_records, build_profile_store, check_settings, telemetry
 from engine.jobs import InProcessJobs, JobQueue
 from engine.replay_runner import ComponentsFromSettings, ProcessWorkers, ReplayRunner
 from engine.settings import Settings
@@ -53,6 +53,7 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The tokenizer's loader announces its special tokens at INFO: nothing a user can act on.
     logging.getLogger("mistral_common").setLevel(logging.WARNING)
+    telemetry.configure_from_environment()  # OTEL_* settings; nothing without them
     tuning = build_profile_store(settings)
     keys = key_store(settings)
     engine = build_engine(settings, profiles=tuning)
@@ -75,7 +76,7 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     log.info("feltsense on %s: start page %s/, API docs %s/docs, tuning page %s/tuning (data in %s)", url, url, url,
              url, settings.data_dir.resolve())
     log.info("write-time jobs run %s", "in Redis (run `feltsense worker`)" if settings.redis_url else "in-process")
-    closers = [replays.close, engine.close, tuning.close, keys.close]
+    closers = [replays.close, engine.close, tuning.close, keys.close, telemetry.shutdown]
 
     def close() -> None:
         while closers:

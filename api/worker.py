@@ -35,7 +35,7 @@ from arq.typing import StartupShutdown, WorkerCoroutine
 from arq.worker import Function, Retry, Worker
 
 from api.jobs import WRITE_RESULT_KEPT_S, WRITE_SESSION, check_shared_store, redis_settings
-from engine import Engine, build_engine, build_profile_store, check_settings
+from engine import Engine, build_engine, build_profile_store, check_settings, telemetry
 from engine.domain.errors import BackendUnavailable, ConfigurationError
 from engine.domain.ports import ProfileStore
 from engine.settings import Settings
@@ -158,7 +158,11 @@ def run(settings: Settings, *, burst: bool = False) -> None:
     check_settings(settings)
     check_shared_store(settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with warnings.catch_warnings():
-        # arq's shutdown calls redis-py's deprecated close(); nothing for the operator to act on.
-        warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
-        create_worker(settings.redis_url, settings=settings, burst=burst).run()
+    telemetry.configure_from_environment()
+    try:
+        with warnings.catch_warnings():
+            # arq's shutdown calls redis-py's deprecated close(); nothing for the operator to act on.
+            warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
+            create_worker(settings.redis_url, settings=settings, burst=burst).run()
+    finally:
+        telemetry.shutdown()

@@ -14,6 +14,7 @@ from engine.domain.errors import ConfigurationError
 from engine.domain.ports import Classifier, Embedder, KeyRecords, Ledger, MemoryStore, Profiles, ProfileStore
 from engine.service import Engine, RecallRetention
 from engine.settings import Settings
+from engine.telemetry import exporter_from_environment
 
 LEDGER_FILE = "ledger.sqlite3"
 """In the data directory when ``FELTSENSE_POSTGRES__URL`` is unset: the ledger."""
@@ -46,6 +47,7 @@ def check_settings(settings: Settings) -> None:
     Called at startup (``feltsense serve`` and ``worker``, and ``build_engine``), so a service never comes up
     only to fail on every session close, or after minutes spent loading models.
     """
+    exporter_from_environment()  # an OTEL_TRACES_EXPORTER feltsense cannot export to
     if settings.classifier in LOCAL_CLASSIFIERS and settings.embedder != "local":
         raise ConfigurationError(
             f"FELTSENSE_CLASSIFIER={settings.classifier} with FELTSENSE_EMBEDDER={settings.embedder} cannot work: "

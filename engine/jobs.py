@@ -78,6 +78,10 @@ class JobQueue(Protocol):
         """Where a job is now; ``unknown`` for an id the queue does not know (or no longer remembers)."""
         ...
 
+    async def depth(self) -> int:
+        """Jobs waiting to run or running now (``/metrics``); with Redis, every process's, not just this one's."""
+        ...
+
     async def __aenter__(self) -> Self: ...
 
     async def __aexit__(self, *exc_info: object) -> None: ...
@@ -125,6 +129,10 @@ class InProcessJobs:
 
     async def state(self, job_id: str) -> JobState:
         return self.state_of(job_id)
+
+    async def depth(self) -> int:
+        with self._lock:
+            return len(self._pending)
 
     def state_of(self, job_id: str) -> JobState:
         with self._lock:

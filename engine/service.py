@@ -43,6 +43,7 @@ from engine.recall import Recaller
 from engine.recall.stage_one import search_levels
 from engine.retrieval import Query, lexical_query, query_vector
 from engine.strength import strengths
+from engine.telemetry import span
 from engine.writer import TraceWriter
 from traces.facts import AUTO_ACTIVE_RELATIONS
 
@@ -76,6 +77,15 @@ class Search:
 
     found: list[Found]
     mode: RecallMode
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The store at one moment (``Engine.sizes``)."""
+
+    backend: str
+    memories: int
+    sessions_pending_traces: int
 
 
 def utc_now() -> datetime:
@@ -134,25 +144,31 @@ class Engine:
 
     def ingest(self, turns: Sequence[Turn]) -> IngestReport:
         """Append turns idempotently (a turn id seen before is not stored again) and index the user turns."""
-        with self._write_lock:
-            return self._ingestor.ingest(turns)
+        with span("feltsense.ingest", {"feltsense.turns": len(turns)}) as current, self._write_lock:
+            report = self._ingestor.ingest(turns)
+            current.set_attributes({"feltsense.stored": report.stored, "feltsense.memories": report.memories})
+            return report
 
     def close_session(self, session_id: str, *, closed_at: datetime | None = None) -> CloseReport:
         """Run the write-time pass over a session's memories (traces, then atomic facts). A classifier failure
         leaves traces pending, and so does a backend outage that cuts the pass short (``TraceWriter.leave_pending``)."""
         closed_at = closed_at or self.clock()
-        # The classification runs outside the write lock, so ingest and other closes are not held up by it; the
-        # write under the lock uses it only if the session has not changed meanwhile.
-        try:
-            prepared = self._writer.prepare(session_id, closed_at=closed_at)
-        except BackendUnavailable:  # the pass under the lock meets the outage too, and leaves the traces pending
-            prepared = None
-        with self._write_lock:
+        with span("feltsense.close_session") as current:
+            # The classification runs outside the write lock, so ingest and other closes are not held up by it;
+            # the write under the lock uses it only if the session has not changed meanwhile.
             try:
-                report = self._writer.close_session(session_id, closed_at=closed_at, prepared=prepared)
-            except BackendUnavailable as exc:
-                self._writer.leave_pending(session_id, exc)
-                raise
+                with span("feltsense.close_session.classify"):
+                    prepared = self._writer.prepare(session_id, closed_at=closed_at)
+            except BackendUnavailable:  # the pass under the lock meets the outage too, and leaves traces pending
+                prepared = None
+            with span("feltsense.close_session.write"), self._write_lock:
+                try:
+                    report = self._writer.close_session(session_id, closed_at=closed_at, prepared=prepared)
+                except BackendUnavailable as exc:
+                    self._writer.leave_pending(session_id, exc)
+                    raise
+            current.set_attributes({"feltsense.traces_written": report.traces_written,
+                                    "feltsense.traces_pending": report.traces_pending})
         for memory in self.store.session_memories(session_id)[:1]:
             self.ledger.touch(memory.character_id, memory.user_id)
         return report
@@ -438,6 +454,12 @@ class Engine:
     def ping_embedder(self) -> None:
         """Raises unless the embedder answers (a readiness check: one short line embedded)."""
         self.embedder.embed(["readiness probe"])
+
+    def sizes(self) -> Sizes:
+        """What ``/metrics`` reports of the store at a scrape: its backend, the memories it holds across every
+        partition, and the closed sessions whose write-time traces are still pending."""
+        return Sizes(backend=self.store.backend, memories=self.store.total(),
+                     sessions_pending_traces=len(self.store.pending_sessions()))
 
     def components(self) -> tuple[Embedder, Classifier]:
         """The embedder and classifier this engine runs on: what a replay on this process uses

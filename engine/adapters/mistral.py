@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from engine.domain.errors import BackendRejected, BackendUnavailable, ConfigurationError
+from engine.telemetry import span
 from prompts.write_time import (
     PROMPT_VERSION,
     ChatMessage,
@@ -120,6 +121,10 @@ class _Retrying:
         return min(self._max_s, self._base_s * 2.0**retry) * self._jitter.uniform(0.5, 1.0)
 
     def call(self, operation: Callable[[], T], *, what: str) -> T:
+        with span("mistral request", {"gen_ai.system": "mistral_ai", "feltsense.request": what}):  # counts only
+            return self._call(operation, what=what)
+
+    def _call(self, operation: Callable[[], T], *, what: str) -> T:
         attempts = self._max_retries + 1
         for attempt in range(attempts):
             retry_after: float | None = None

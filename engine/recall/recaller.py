@@ -22,6 +22,7 @@ from engine.domain.text import terms
 from engine.recall import path_a, stage_two
 from engine.recall.stage_one import StageOne
 from engine.recall.tone import ToneRules
+from engine.telemetry import span
 from prompts.context import Budget, assemble
 from prompts.tokens import TokenCounter, default_counter
 
@@ -52,6 +53,15 @@ class Recaller:
         self._clock = clock
 
     def recall(self, query: RecallQuery) -> RecallResult:
+        with span("feltsense.recall", {"feltsense.window_lines": len(query.window or ())}) as current:
+            result = self._recall(query)
+            current.set_attributes({"feltsense.mode": result.trace.mode, "feltsense.memories": len(result.memories),
+                                    "feltsense.tone_constraints": len(result.tone_constraints),
+                                    "feltsense.standing_rules": len(result.standing_rules),
+                                    "feltsense.profile_version": result.trace.profile_version})
+            return result
+
+    def _recall(self, query: RecallQuery) -> RecallResult:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         notes: list[str] = []
@@ -60,48 +70,61 @@ class Recaller:
         now = query.at or self._clock()
         exclude = None if query.include_current_session else query.session_id
 
-        window, window_source = self._stage_one.window(query, partition, profile, now)
-        line_terms = [terms(t.text) for t in window]
-        search, mode = self._stage_one.query(query, window, line_terms, profile, notes)
+        with span("feltsense.recall.embed"):
+            window, window_source = self._stage_one.window(query, partition, profile, now)
+            line_terms = [terms(t.text) for t in window]
+            search, mode = self._stage_one.query(query, window, line_terms, profile, notes)
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
 
         mark = time.perf_counter()
-        searched = self._stage_one.search(query, search, mode, profile, now, exclude, notes)
-        candidates, mode, counts, own = searched.candidates, searched.mode, searched.counts, searched.own
+        with span("feltsense.recall.stage_one") as stage:
+            searched = self._stage_one.search(query, search, mode, profile, now, exclude, notes)
+            candidates, mode, counts, own = searched.candidates, searched.mode, searched.counts, searched.own
+            stage.set_attributes({"feltsense.mode": mode, "feltsense.candidates": len(candidates)})
         timings["stage_one_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
-        listings: path_a.FactListings = {}
-        ids = [c.memory_id for c in candidates]
-        memories = {m.memory_id: m for m in self._store.get_memories(ids)}
-        states = self._store.get_states(ids)
-        candidates, memories, states = path_a.current_facts_only(self._store, query.character_id, candidates,
-                                                                 memories, states, notes, listings)
-        traces = self._store.get_traces([c.memory_id for c in candidates])
-        resolved = self._resolutions(partition, now) if self._resolutions is not None else {}
-        toned_found = self._store.tone_candidates(
-            partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
-        )
-        recalled, toned = stage_two.stage_two(
-            self._store, query, candidates, memories, traces, now, profile, limit=query.limit, states=states,
-            resolved=resolved, tone_candidates=toned_found,
-            window_terms=frozenset(t for line in line_terms for t in line),
-            term_stats=(searched.frequency, searched.documents))
+        with span("feltsense.recall.stage_two") as stage:
+            listings: path_a.FactListings = {}
+            ids = [c.memory_id for c in candidates]
+            memories = {m.memory_id: m for m in self._store.get_memories(ids)}
+            states = self._store.get_states(ids)
+            candidates, memories, states = path_a.current_facts_only(self._store, query.character_id, candidates,
+                                                                     memories, states, notes, listings)
+            traces = self._store.get_traces([c.memory_id for c in candidates])
+            resolved = self._resolutions(partition, now) if self._resolutions is not None else {}
+            toned_found = self._store.tone_candidates(
+                partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
+            )
+            recalled, toned = stage_two.stage_two(
+                self._store, query, candidates, memories, traces, now, profile, limit=query.limit, states=states,
+                resolved=resolved, tone_candidates=toned_found,
+                window_terms=frozenset(t for line in line_terms for t in line),
+                term_stats=(searched.frequency, searched.documents))
+            stage.set_attribute("feltsense.memories", len(recalled))
         timings["stage_two_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
-        tone_constraints, standing_rules, standing_count, resolved_count = self._tone.rules(
-            toned_found, {memory.memory_id for memory, _, _ in toned}, now, exclude, profile, resolved
-        )
-        pins, facts = path_a.path_a(self._store, query.character_id, query.user_id, now, listings)
-        in_prefix = {m.memory_id for m in (*pins, *facts)}
-        context, context_trace = assemble(
-            pins=pins, facts=facts, standing_rules=standing_rules, tone_constraints=tone_constraints,
-            memories=[m for m in recalled if m.memory_id not in in_prefix and told(m.tier, profile.context.min_tier)],
-            now=now,
-            budget=Budget(total_tokens=profile.context.budget_tokens, max_pin_tokens=profile.context.max_pin_tokens),
-            counter=self._counter,
-        )
+        with span("feltsense.recall.tone") as stage:
+            tone_constraints, standing_rules, standing_count, resolved_count = self._tone.rules(
+                toned_found, {memory.memory_id for memory, _, _ in toned}, now, exclude, profile, resolved
+            )
+            stage.set_attributes({"feltsense.tone_constraints": len(tone_constraints),
+                                  "feltsense.standing_rules": len(standing_rules)})
+        with span("feltsense.recall.context") as stage:
+            pins, facts = path_a.path_a(self._store, query.character_id, query.user_id, now, listings)
+            in_prefix = {m.memory_id for m in (*pins, *facts)}
+            context, context_trace = assemble(
+                pins=pins, facts=facts, standing_rules=standing_rules, tone_constraints=tone_constraints,
+                memories=[m for m in recalled
+                          if m.memory_id not in in_prefix and told(m.tier, profile.context.min_tier)],
+                now=now,
+                budget=Budget(total_tokens=profile.context.budget_tokens,
+                              max_pin_tokens=profile.context.max_pin_tokens),
+                counter=self._counter,
+            )
+            stage.set_attribute("feltsense.context_tokens", context_trace.prefix_tokens + context_trace.tone_tokens
+                               + context_trace.tail_tokens)
         timings["tone_and_context_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 

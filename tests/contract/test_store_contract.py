@@ -117,6 +117,15 @@ def test_partitions_are_isolated(store: MemoryStore) -> None:
     assert _search(store, "secret blue door", partition=Partition(character_id="bob", user_id="u1")) == []
 
 
+def test_the_total_counts_every_partition_and_follows_deletions(store: MemoryStore) -> None:
+    assert store.total() == 0
+    _add(store, [_memory(1, "the blue door", user="u1"), _memory(2, "the red door", user="u2", session="s2"),
+                 _memory(3, "the green door", user="u2", session="s2")])
+    assert store.total() == 3
+    store.delete_memories([memory_id_for("u2-t2")])
+    assert store.total() == 2
+
+
 def test_the_current_session_and_the_future_are_left_out(store: MemoryStore) -> None:
     _add(store, [_memory(1, "the lighthouse trip", session="s1"), _memory(2, "the lighthouse again", session="s2")])
     assert _search(store, "lighthouse", exclude="s2") == [memory_id_for("u1-t1")]

@@ -271,6 +271,42 @@ def test_the_workers_sweep_files_one_review_queue_both_hosts_list_and_decide(dep
     assert promoted["state"]["status"] == "active"
 
 
+def _metrics(host: FeltsenseService) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = httpx.get(f"{host.url}/metrics", timeout=60)
+    assert response.status_code == 200, response.text
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(response.text) for sample in family.samples}
+
+
+@pytest.mark.metrics
+def test_each_host_counts_its_own_requests_and_both_report_the_shared_store_and_queue(
+    deployment: Deployment,
+) -> None:
+    a, b, keys = deployment.a, deployment.b, deployment.keys
+    before = {host.url: _metrics(host) for host in (a, b)}
+    ok(call(a, "POST", "/v1/turns", keys["runtime"], json={"turns": [
+        turn("u7", 0, "Biscuit the hamster escaped again."), turn("u7", 1, "We found Biscuit under the sofa.")]}))
+    ok(call(b, "POST", "/v1/recall", keys["runtime"], json=recall_body("u7", "where was Biscuit")))
+    after = {host.url: _metrics(host) for host in (a, b)}
+
+    def moved(host: FeltsenseService, name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after[host.url].get(key, 0.0) - before[host.url].get(key, 0.0)
+
+    # Counters are each process's own (Prometheus sums the instances) ...
+    assert moved(a, "feltsense_turns_ingested_total", outcome="stored") == 2
+    assert moved(b, "feltsense_turns_ingested_total", outcome="stored") == 0
+    assert moved(b, "feltsense_recall_seconds_count", mode="hybrid") == 1
+    assert moved(a, "feltsense_recall_seconds_count", mode="hybrid") == 0
+    # ... and what the shared backends hold is the same figure from either host.
+    store = ("feltsense_store_memories", (("backend", "weaviate"),))
+    assert after[a.url][store] == after[b.url][store] >= 2
+    depth = ("feltsense_job_queue_depth", (("queue", "redis"),))
+    assert depth in after[a.url] and depth in after[b.url]
+
+
 def test_one_audit_trail_holds_what_each_host_did(deployment: Deployment) -> None:
     a, b, keys = deployment.a, deployment.b, deployment.keys
     ok(call(a, "POST", "/v1/turns", keys["runtime"], json={"turns": [

@@ -141,3 +141,15 @@ def test_try_it_recall_is_the_compact_answer_a_runtime_reads(answers: dict[str, 
         assert memory["tier"] in {"high", "standard", "low"} and "components" not in memory and "legs" not in memory
     floats = re.findall(r"\d+\.(\d+)", json.dumps(recalled["memories"]))
     assert all(len(decimals) <= 4 for decimals in floats)
+
+
+def test_the_metrics_example_shows_the_try_it_requests(service: FeltsenseService, answers: dict[str, Any]) -> None:
+    [block] = [b for b in re.findall(r"```sh\n(.*?)```", section("Metrics and traces"), flags=re.DOTALL)
+               if "/metrics" in b]
+    command = block.strip().replace("localhost:8000", f"127.0.0.1:{service.port}")
+    ran = subprocess.run(["bash", "-c", f"set -euo pipefail\n{command}"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    shown = dict(line.rsplit(" ", 1) for line in ran.stdout.strip().splitlines())
+    assert float(shown['feltsense_recall_seconds_count{mode="hybrid"}']) >= 1
+    assert float(shown['feltsense_turns_ingested_total{outcome="stored"}']) >= 3  # the block's three turns
+    assert float(shown['feltsense_store_memories{backend="embedded"}']) >= 1

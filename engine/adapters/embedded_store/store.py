@@ -52,6 +52,8 @@ class EmbeddedStore:
     """In-process, durable store. Thread-safe: one lock serialises writes (SQLite's and the indexes'); reads run
     beside them, on read connections of their own and under the lock of the one partition index they read."""
 
+    backend = "embedded"
+
     def __init__(self, data_dir: Path, *, embedding_model: str, dimension: int) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self._path = data_dir / "feltsense.sqlite3"
@@ -344,6 +346,9 @@ class EmbeddedStore:
         rows = self._readers.execute("SELECT COUNT(*) FROM memories WHERE character_id = ? AND user_id = ?",
                                      (partition.character_id, partition.user_id))
         return int(rows[0][0])
+
+    def total(self) -> int:
+        return int(self._readers.execute("SELECT COUNT(*) FROM memories", ())[0][0])
 
     # -- stage one ----------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engine.domain.errors import BackendUnavailable, ConfigurationError
+from engine.telemetry import span
 
 BACKEND = "postgres"
 
@@ -87,7 +88,8 @@ def open_pool(url: str, *, min_size: int, max_size: int, timeout_s: float) -> Po
 def transaction(pool: Pool) -> Iterator[Connection]:
     """One pooled connection in one transaction: committed when the block ends, rolled back when it raises."""
     try:
-        with pool.connection() as connection, connection.transaction():
+        with (span("postgresql transaction", {"db.system.name": "postgresql", "feltsense.pool": pool.name or ""}),
+              pool.connection() as connection, connection.transaction()):
             yield connection
     except PoolTimeout:
         raise BackendUnavailable(

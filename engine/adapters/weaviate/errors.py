@@ -21,8 +21,10 @@ from weaviate.outputs.batch import BatchObjectReturn
 from weaviate.outputs.data import DeleteManyReturn
 
 from engine.domain.errors import BackendRejected, BackendUnavailable, FeltsenseError
+from engine.telemetry import span
 
 BACKEND = "weaviate"
+SPAN_ATTRIBUTES = {"db.system.name": "weaviate"}
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -76,7 +78,7 @@ def boundary(
         def guarded(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
             store._check_reachable(action)
             try:
-                with translated(action):
+                with span(f"weaviate {action}", SPAN_ATTRIBUTES), translated(action):
                     return method(store, *args, **kwargs)
             except BackendUnavailable:
                 store._down = True

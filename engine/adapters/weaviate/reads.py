@@ -167,3 +167,8 @@ class Reads(StoreBase):
     @boundary("count memories")
     def count(self, partition: Partition) -> int:
         return self._count_in(tenant_for(partition))
+
+    @boundary("count all memories")
+    def total(self) -> int:
+        # The directory holds one entry a memory of every tenant (and loses it with the memory).
+        return int(self._directory.aggregate.over_all(total_count=True).total_count or 0)

@@ -6,7 +6,7 @@ import json
 import threading
 
 from engine.adapters.weaviate.base import CACHED_MEMORIES, Lru
-from engine.adapters.weaviate.errors import translated
+from engine.adapters.weaviate.errors import BACKEND, translated
 from engine.adapters.weaviate.reads import Reads
 from engine.adapters.weaviate.schema import (
     DIRECTORY_SCHEMA,
@@ -29,6 +29,8 @@ from engine.domain.models import Memory
 
 class WeaviateStore(Writes, Reads, Search):
     """The MemoryStore port over a Weaviate server. Thread-safe; writes are serialised within the process."""
+
+    backend = BACKEND
 
     def __init__(
         self,

@@ -126,6 +126,10 @@ class MemoryRecords(Protocol):
 
     def count(self, partition: Partition) -> int: ...
 
+    def total(self) -> int:
+        """Memories held across every partition (what ``/metrics`` reports as the store's size)."""
+        ...
+
 
 class TraceRecords(Protocol):
     """The write-time traces beside memories, and the emotional ones that can carry tone rules."""
@@ -212,6 +216,8 @@ class StateRecords(Protocol):
 class MemoryStore(TurnLog, MemoryRecords, TraceRecords, SearchIndex, StateRecords, Protocol):
     """One backend holding all five (the embedded store, Weaviate). Services take the narrow ports they use;
     the composing ones (the engine, ingest, the writer, lifecycle) take this."""
+
+    backend: str  # its name in degraded answers and metrics: "embedded", "weaviate"
 
     def purge(self) -> None:
         """Make what was deleted unrecoverable from the store's own files (a database's write-ahead log keeps
