@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from feltsense_client.models import CloseReport, CompactRecall, IngestReport, JobState, JobStatus, RecallResult
-from litestar import Litestar, Request, Response, get, post
+from litestar import Litestar, Request, Response, asgi, get, post
 from litestar.di import Provide
 from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
@@ -431,6 +431,7 @@ async def readyz(engine: EngineDep, jobs: OptionalJobsDep) -> Response[Any]:
 def create_app(
     engine: Engine, *, keys: KeyStore, tuning: ProfileStore | None = None, retry_interval_s: float = 30.0,
     jobs: JobQueue | None = None, transcript_dirs: Sequence[Path] | None = None, replays: ReplayRunner | None = None,
+    mcp: bool = False,
 ) -> Litestar:
     """The app over one engine. Every request authenticates with a key from ``keys``; tuning endpoints need a
     persistent ``tuning`` store. The background pass (vector backfill, pending traces) runs every
@@ -439,7 +440,8 @@ def create_app(
     page offers the transcripts in ``transcript_dirs`` (default: the setting's default, tests/transcripts and the
     shared examples relative to the working directory; missing ones are skipped) for replay. Replays run on
     ``replays`` (default: a thread of this process, over the engine's embedder and classifier; the service passes
-    worker processes)."""
+    worker processes). With ``mcp``, the MCP server's streamable HTTP transport is mounted at ``/mcp``
+    (``api.mcp_server``): its tools call this app, with the caller's key."""
     dirs = tuple(DEFAULT_TRANSCRIPT_DIRS if transcript_dirs is None else transcript_dirs)
     replay_runner = replays or ReplayRunner(ThreadWorkers(lambda: engine.components()))  # read when a replay runs
     metrics = Metrics(engine, jobs)
@@ -468,11 +470,39 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    return Litestar(
+    extra_routes: list[Any] = []
+    lifespans: list[Any] = [retry_pending] if jobs is None else [jobs, retry_pending]  # the queue outlives the loop
+    served: list[Litestar] = []
+    if mcp:
+        from api.mcp_server import BearerGate, build_mcp, in_process_caller, running
+
+        async def this_app(scope: Any, receive: Any, send: Any) -> None:  # the app below, once it exists
+            await served[0](scope, receive, send)
+
+        call, close_caller = in_process_caller(this_app)
+        server = build_mcp(call)
+        gate = BearerGate(server.streamable_http_app(), keys)
+
+        @asgi("/mcp", is_mount=True, copy_scope=True)
+        async def mcp_transport(scope: Any, receive: Any, send: Any) -> None:
+            await gate(scope, receive, send)
+
+        @contextlib.asynccontextmanager
+        async def mcp_lifetime(app: Litestar) -> AsyncIterator[None]:
+            async with running(server):
+                try:
+                    yield
+                finally:
+                    await close_caller()
+
+        extra_routes.append(mcp_transport)
+        lifespans.append(mcp_lifetime)
+
+    served.append(Litestar(
         route_handlers=[*bearer_documented([
             ingest_turns, close_session if jobs is None else enqueue_close, job_status, recall, healthz, readyz,
             *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page]), *docs_routes,
-            metrics_route(metrics)],
+            metrics_route(metrics), *extra_routes],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=True),
@@ -490,8 +520,9 @@ def create_app(
             HTTPException: _http_problem,
             Exception: _unexpected_problem,
         },
-        lifespan=[retry_pending] if jobs is None else [jobs, retry_pending],  # the queue outlives the loop
+        lifespan=lifespans,
         openapi_config=openapi_config(),
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,  # the process configures logging (api/server.py); the app only emits records
-    )
+    ))
+    return served[0]

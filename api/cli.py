@@ -3,6 +3,7 @@
     feltsense serve [--host H] [--port N]         serve the API (settings from FELTSENSE_* variables)
                     [--data-dir DIR] [--dev]      ... with a development key, made once (DATA_DIR/dev-key)
     feltsense worker [--burst]                    run the arq worker (write-time jobs; needs FELTSENSE_REDIS_URL)
+    feltsense mcp [--data-dir DIR]                the MCP server over stdio (key: FELTSENSE_API_KEY)
     feltsense keys create --org O --role R        make a key and print it (the only time it is shown)
     feltsense keys list | revoke KEY_ID           list the keys, or revoke one ([--data-dir DIR] on each)
 
@@ -73,6 +74,7 @@ def add_commands(commands: Subcommands) -> None:
     """Add ``serve``, ``worker`` and ``keys`` to a parser's subcommands."""
     _add_serve(commands)
     _add_worker(commands)
+    _add_mcp(commands)
     _add_keys(commands)
 
 
@@ -121,6 +123,30 @@ def handle_worker(args: argparse.Namespace, runtime: CommandRuntime) -> int:
     from api.worker import run
 
     return _run_service("worker", lambda: run(runtime.settings, burst=args.burst), runtime)
+
+
+def _add_mcp(commands: Subcommands) -> None:
+    mcp = commands.add_parser(
+        "mcp", help="the MCP server over stdio",
+        description="Serve feltsense's tools and resources to an MCP client over stdin and stdout, in this process "
+        "over the settings' store (as `serve` would open it). The API key to act with comes from FELTSENSE_API_KEY: "
+        "the tools see what that key sees over HTTP. Over HTTP, `serve` mounts the same server at /mcp.",
+    )
+    mcp.add_argument("--data-dir", type=Path, help="where the embedded store keeps its files (default ./data)")
+    mcp.set_defaults(handler=handle_mcp)
+
+
+def handle_mcp(args: argparse.Namespace, runtime: CommandRuntime) -> int:
+    import os
+
+    from api.server import serve_mcp_stdio
+
+    key = os.environ.get("FELTSENSE_API_KEY", "").strip()
+    if not key:
+        print("feltsense mcp: set FELTSENSE_API_KEY to the API key the tools act with "
+              "(`feltsense keys create --org ORG --role runtime` makes one)", file=runtime.stderr)
+        return EXIT_INVALID
+    return _run_service("mcp", lambda: serve_mcp_stdio(runtime.settings, key), runtime)
 
 
 def _add_keys(commands: Subcommands) -> None:

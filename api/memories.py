@@ -8,12 +8,21 @@ answers has 4 decimal places (``api.boundary.RoundedJSON``).
 
 from __future__ import annotations
 
-from feltsense_client.models import CompactRecall, ErasureReceipt, MemoryState, RecallMode, RecallResult, Trace
+from feltsense_client.models import (
+    CompactRecall,
+    CompactToneRule,
+    ErasureReceipt,
+    MemoryState,
+    RecallMode,
+    RecallResult,
+    Trace,
+)
 from litestar import delete, get
 from litestar.params import FromPath, Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.boundary import AUTHENTICATED, DetailQuery, RoundedJSON, UserPartitionDep, problems, recall_answer
+from api.compact import compact_rule
 from api.dependencies import EngineDep, PrincipalDep
 from api.security import require
 from api.tenancy import unscope_memory, unscope_result
@@ -149,4 +158,16 @@ def get_recall(
     return recall_answer(unscope_result(principal.org, engine.recall_record(recall_id, partition)), detail)
 
 
-memory_routes = [list_memories, get_memory, get_trace, delete_memory, get_recall]
+
+
+@get("/v1/tone-rules", sync_to_thread=True,
+     summary="The standing tone rules in force for one user with one character now, whatever a turn recalls",
+     responses=problems(*AUTHENTICATED), response_class=RoundedJSON)
+def standing_tone_rules(
+    engine: EngineDep, principal: PrincipalDep, partition: UserPartitionDep
+) -> list[CompactToneRule]:
+    require(principal, "runtime", "evaluator")
+    return [compact_rule(rule) for rule in engine.standing_rules(partition)]
+
+
+memory_routes = [list_memories, get_memory, get_trace, delete_memory, get_recall, standing_tone_rules]

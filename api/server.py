@@ -12,6 +12,7 @@ from api.app import create_app
 from api.auth import DEV_KEY_FILE, KeyStore
 from api.jobs import ArqJobs, check_shared_store
 from engine import build_engine, build_key_records, build_profile_store, check_settings, telemetry
+from engine.domain.errors import ConfigurationError
 from engine.jobs import InProcessJobs, JobQueue
 from engine.replay_runner import ComponentsFromSettings, ProcessWorkers, ReplayRunner
 from engine.settings import Settings
@@ -64,7 +65,7 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
     replay_workers.warm_up()
     replays = ReplayRunner(replay_workers)
     app = create_app(engine, keys=keys, tuning=tuning, retry_interval_s=settings.background_interval_s, jobs=jobs,
-                     replays=replays, transcript_dirs=settings.transcript_dirs)
+                     replays=replays, transcript_dirs=settings.transcript_dirs, mcp=True)
     log = logging.getLogger("feltsense")
     if dev:
         announce_development_key(keys, settings.data_dir, sys.stdout)
@@ -73,8 +74,8 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
                  "prints one (`feltsense serve --dev` makes a development key)",
                  shlex.quote(str(settings.data_dir)))
     url = f"http://{settings.host}:{settings.port}"
-    log.info("feltsense on %s: start page %s/, API docs %s/docs, tuning page %s/tuning (data in %s)", url, url, url,
-             url, settings.data_dir.resolve())
+    log.info("feltsense on %s: start page %s/, API docs %s/docs, tuning page %s/tuning, MCP %s/mcp (data in %s)", url,
+             url, url, url, url, settings.data_dir.resolve())
     log.info("write-time jobs run %s", "in Redis (run `feltsense worker`)" if settings.redis_url else "in-process")
     closers = [replays.close, engine.close, tuning.close, keys.close, telemetry.shutdown]
 
@@ -90,3 +91,42 @@ def serve(settings: Settings, *, dev: bool = False) -> None:
                     access_log=settings.http_access_log)
     finally:
         close()
+
+
+def serve_mcp_stdio(settings: Settings, key: str) -> None:
+    """``feltsense mcp``: the MCP server over stdin and stdout, its tools calling an app built here over the
+    settings' store, with ``key``. Closes run their write-time pass in the call (no job queue in this process).
+    Logs go to stderr: stdout is the protocol's."""
+    import anyio
+
+    from api.mcp_server import build_mcp, in_process_caller
+
+    check_settings(settings)
+    check_shared_store(settings)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    telemetry.configure_from_environment()
+    tuning = build_profile_store(settings)
+    keys = key_store(settings)
+    closers = [tuning.close, keys.close, telemetry.shutdown]
+    try:
+        found = keys.authenticate(key)
+        if found is None or found.role == "operator":
+            raise ConfigurationError("FELTSENSE_API_KEY is not a known, unrevoked runtime, admin or evaluator key "
+                                     "of this deployment")
+        engine = build_engine(settings, profiles=tuning)
+        closers.insert(0, engine.close)
+        app = create_app(engine, keys=keys, tuning=tuning, transcript_dirs=settings.transcript_dirs)
+        call, close_caller = in_process_caller(app)
+        server = build_mcp(call, stdio_key=key)
+
+        async def run() -> None:
+            try:
+                await server.run_stdio_async()
+            finally:
+                await close_caller()
+
+        anyio.run(run)
+    finally:
+        for close in closers:
+            close()

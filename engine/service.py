@@ -27,6 +27,7 @@ from engine.domain.models import (
     Scope,
     Source,
     StrengthSignals,
+    ToneConstraint,
     Trace,
     TraceStatus,
     Turn,
@@ -302,6 +303,10 @@ class Engine:
                 result = result.model_copy(update={"trace": result.trace.model_copy(
                     update={"notes": (*result.trace.notes, note)})})
         return result
+
+    def standing_rules(self, partition: Partition, at: datetime | None = None) -> tuple[ToneConstraint, ...]:
+        """The standing tone rules in force for one user with one character at ``at`` (now by default)."""
+        return self._recaller.standing_rules(partition, at or self.clock())
 
     def recall_record(self, recall_id: str, partition: Partition) -> RecallResult:
         """A past turn's recall, as it was returned; NotFound unless it was ``partition``'s."""

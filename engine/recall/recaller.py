@@ -16,6 +16,7 @@ from engine.domain.models import (
     RecallResult,
     RecallTrace,
     Resolution,
+    ToneConstraint,
 )
 from engine.domain.ports import Embedder, MemoryStore, Profiles
 from engine.domain.text import terms
@@ -158,6 +159,16 @@ class Recaller:
             context=context,
             trace=trace,
         )
+
+    def standing_rules(self, partition: Partition, now: datetime) -> tuple[ToneConstraint, ...]:
+        """The standing tone rules in force for a user at ``now``, whatever a turn would recall: what a recall's
+        ``standing_rules`` would hold if it recalled nothing (a tone rule for a recalled memory is that turn's)."""
+        with span("feltsense.standing_rules"):
+            profile = self._profiles.profile_for(partition.character_id)
+            found = self._store.tone_candidates(
+                partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence)
+            resolved = self._resolutions(partition, now) if self._resolutions is not None else {}
+            return self._tone.rules(found, set(), now, None, profile, resolved)[1]
 
     def remember_lines(self, lines: Sequence[str], vectors: np.ndarray) -> None:
         """Keep lines' vectors for the windows of the next turns (ingest tells recall what it embedded)."""
