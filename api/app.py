@@ -42,6 +42,7 @@ from api.boundary import (
 )
 from api.dependencies import EngineDep, JobsDep, MetricsDep, OptionalJobsDep, PrincipalDep
 from api.docs import bearer_documented, docs_routes, openapi_config
+from api.export import TooLarge, export_routes
 from api.lifecycle import lifecycle_routes
 from api.memories import memory_routes
 from api.metrics import Metrics, metrics_route
@@ -239,6 +240,8 @@ def _domain_problem(request: Request[Any, Any, Any], exc: FeltsenseError) -> Res
         return _problem(502, "Backend rejected the request", str(exc), backend=exc.backend)
     if isinstance(exc, ConfigurationError):
         return _problem(500, "Misconfigured service", str(exc))
+    if isinstance(exc, TooLarge):
+        return _problem(413, "Too large for one document", str(exc))
     return _unexpected_problem(request, exc)
 
 
@@ -501,8 +504,8 @@ def create_app(
     served.append(Litestar(
         route_handlers=[*bearer_documented([
             ingest_turns, close_session if jobs is None else enqueue_close, job_status, recall, healthz, readyz,
-            *memory_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page]), *docs_routes,
-            metrics_route(metrics), *extra_routes],
+            *memory_routes, *export_routes, *tuning_routes, *lifecycle_routes, *resolution_routes, tuning_page]),
+            *docs_routes, metrics_route(metrics), *extra_routes],
         dependencies={
             "engine": Provide(lambda: engine, use_cache=True, sync_to_thread=False),
             "principal": Provide(authenticator(keys), sync_to_thread=True),

@@ -4,6 +4,7 @@
                     [--data-dir DIR] [--dev]      ... with a development key, made once (DATA_DIR/dev-key)
     feltsense worker [--burst]                    run the arq worker (write-time jobs; needs FELTSENSE_REDIS_URL)
     feltsense mcp [--data-dir DIR]                the MCP server over stdio (key: FELTSENSE_API_KEY)
+    feltsense import FILE --org O [--merge]       load a user's export (GET /v1/users/{id}/export) here
     feltsense keys create --org O --role R        make a key and print it (the only time it is shown)
     feltsense keys list | revoke KEY_ID           list the keys, or revoke one ([--data-dir DIR] on each)
 
@@ -75,6 +76,7 @@ def add_commands(commands: Subcommands) -> None:
     _add_serve(commands)
     _add_worker(commands)
     _add_mcp(commands)
+    _add_import(commands)
     _add_keys(commands)
 
 
@@ -147,6 +149,61 @@ def handle_mcp(args: argparse.Namespace, runtime: CommandRuntime) -> int:
               "(`feltsense keys create --org ORG --role runtime` makes one)", file=runtime.stderr)
         return EXIT_INVALID
     return _run_service("mcp", lambda: serve_mcp_stdio(runtime.settings, key), runtime)
+
+
+def _add_import(commands: Subcommands) -> None:
+    load = commands.add_parser(
+        "import", help="load a user's export into this deployment",
+        description="Load a user's export (GET /v1/users/{user_id}/export, JSON or NDJSON) into the store and ledger "
+        "the settings name, as the organisation ORG's: turns, memories with traces and states (embedded again), "
+        "resolutions, review items and the audit trail, ids and times kept. A partition that already holds "
+        "memories is refused unless --merge, which adds only what is not there yet. Stop `serve` on an embedded "
+        "data directory first: one process owns it.",
+    )
+    load.add_argument("file", type=Path, help="the export file (- for standard input)")
+    load.add_argument("--org", required=True, help="the organisation the user belongs to here")
+    load.add_argument("--merge", action="store_true", help="merge into a partition that already holds memories")
+    load.add_argument("--data-dir", type=Path, help="the embedded store's directory (default ./data)")
+    load.set_defaults(handler=handle_import)
+
+
+def handle_import(args: argparse.Namespace, runtime: CommandRuntime) -> int:
+    import json
+
+    from api.export import read_document, scoped_document
+    from engine import build_engine, build_profile_store, check_settings
+    from engine.domain.errors import Conflict, InvalidInput
+
+    source = "standard input" if str(args.file) == "-" else str(args.file)
+    try:
+        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"feltsense import: cannot read {source}: {exc}", file=runtime.stderr)
+        return EXIT_INVALID
+    try:
+        exported = read_document(text, source=source)
+        document = scoped_document(args.org, exported)
+    except InvalidInput as exc:
+        print(f"feltsense import: {exc}; nothing was loaded", file=runtime.stderr)
+        return EXIT_INVALID
+
+    def load() -> None:
+        check_settings(runtime.settings)
+        tuning = build_profile_store(runtime.settings)
+        engine = build_engine(runtime.settings, profiles=tuning)
+        try:
+            added = engine.import_partition(document, merge=args.merge)
+        finally:
+            engine.close()
+            tuning.close()
+        print(json.dumps({"org": args.org, "character_id": exported.character_id, "user_id": exported.user_id,
+                          "added": added}), file=runtime.stdout)
+
+    try:
+        return _run_service("import", load, runtime)
+    except (Conflict, InvalidInput) as exc:
+        print(f"feltsense import: {exc}; nothing was loaded", file=runtime.stderr)
+        return EXIT_INVALID
 
 
 def _add_keys(commands: Subcommands) -> None:

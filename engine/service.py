@@ -6,11 +6,13 @@ import contextlib
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
+from pydantic import BaseModel
+
+from engine.domain.errors import BackendUnavailable, Conflict, InvalidInput, NotFound
 from engine.domain.models import (
     AuditEvent,
     CloseReport,
@@ -32,6 +34,15 @@ from engine.domain.models import (
     TraceStatus,
     Turn,
     partition_key,
+)
+from engine.domain.models.exchange import (
+    SECTIONS,
+    ExportedAudit,
+    ExportedMemory,
+    ExportedReview,
+    ExportedSession,
+    RecordKind,
+    UserExport,
 )
 from engine.domain.ports import Classifier, Embedder, Ledger, MemoryStore, Profiles
 from engine.domain.scopes import partition_for, visible
@@ -55,6 +66,10 @@ EVERY_MEMORY_BEFORE = datetime(2262, 1, 1, tzinfo=UTC)
 """A search's bound on when a memory was said: in effect none (a replayed transcript may be dated after the engine's
 now). Not year 9999: Weaviate filters dates as 64-bit nanoseconds since 1970, which end in April 2262, and a later
 bound matched nothing there."""
+EXPORT_PAGE = 500
+"""Memories read a page at a time by an export."""
+EXPORT_MAX_REVIEW_ITEMS = 1_000_000
+"""Review items of one partition an export reads (all of them, in practice)."""
 READINESS_PROBE = Partition(character_id="readyz", user_id="readyz")
 """The partition a readiness check counts (``Engine.ping_store``): nobody's, so the count is cheap."""
 
@@ -307,6 +322,117 @@ class Engine:
     def standing_rules(self, partition: Partition, at: datetime | None = None) -> tuple[ToneConstraint, ...]:
         """The standing tone rules in force for one user with one character at ``at`` (now by default)."""
         return self._recaller.standing_rules(partition, at or self.clock())
+
+    # -- export -------------------------------------------------------------------------------------------
+
+    def export_records(self, partition: Partition, *, at: datetime | None = None
+                       ) -> Iterator[tuple[RecordKind, BaseModel]]:
+        """Everything held about one user with one character, record by record in ``SECTIONS`` order (the
+        memories a page at a time, so a large partition streams without being held). Reads only: each page is
+        read as it stands; an erasure meanwhile may leave records out of the pages still to come."""
+        key = partition_key(partition.character_id, partition.user_id)
+        sessions: dict[str, None] = {}
+        pages: list[list[Memory]] = []
+        offset = 0
+        while True:  # the session ids first (a session's turns are read by session)
+            page = self.store.list_memories(partition, offset=offset, limit=EXPORT_PAGE)
+            pages.append(page)
+            sessions.update((m.session_id, None) for m in page)
+            if len(page) < EXPORT_PAGE:
+                break
+            offset += EXPORT_PAGE
+        closed = self.store.closed_sessions(list(sessions))
+        for session_id in sessions:
+            yield "session", ExportedSession(session_id=session_id, closed=session_id in closed)
+        for session_id in sessions:
+            for turn in self.store.get_turns(session_id):
+                if turn.character_id == partition.character_id and turn.user_id == partition.user_id:
+                    yield "turn", turn
+        for page in pages:
+            ids = [m.memory_id for m in page]
+            traces, states = self.store.get_traces(ids), self.store.get_states(ids)
+            for memory in page:
+                yield "memory", ExportedMemory(memory=memory, trace=traces.get(memory.memory_id),
+                                               state=states.get(memory.memory_id))
+        for resolution in self.ledger.resolutions(key):
+            yield "resolution", resolution
+        for item in self.ledger.open_items([key], decision=None, limit=EXPORT_MAX_REVIEW_ITEMS):
+            yield "review_item", ExportedReview(**item.model_dump(exclude={"partition"}))
+        for event in self.ledger.partition_history(key):
+            yield "audit", ExportedAudit(**event.model_dump(exclude={"partition"}))
+        for rule in self.standing_rules(partition, at):
+            yield "tone_rule", rule
+
+    def export(self, partition: Partition, *, at: datetime | None = None) -> UserExport:
+        """``export_records`` as one document."""
+        sections: dict[str, list[BaseModel]] = {section: [] for section in SECTIONS.values()}
+        for kind, record in self.export_records(partition, at=at):
+            sections[SECTIONS[kind]].append(record)
+        return UserExport.model_validate({
+            "exported_at": at or self.clock(), "character_id": partition.character_id,
+            "user_id": partition.user_id, **{name: tuple(records) for name, records in sections.items()}})
+
+    def import_partition(self, document: UserExport, *, merge: bool = False) -> dict[str, int]:
+        """Load an export (``export``'s document, its ids as this engine stores them) into its partition here:
+        turns, memories with their traces and states (embedded again by this engine's embedder: vectors are not
+        exported), resolutions, review items and the audit trail, each kept exactly, ids and times included.
+
+        A partition that already holds memories is refused (Conflict) unless ``merge``; a merge adds what is not
+        there yet and leaves what is, so importing a document twice is importing it once. Every record must be
+        the document's partition's (InvalidInput naming the first that is not). Returns what was added."""
+        partition = Partition(character_id=document.character_id, user_id=document.user_id)
+        for n, turn in enumerate(document.turns):
+            if (turn.character_id, turn.user_id) != (partition.character_id, partition.user_id):
+                raise InvalidInput(f"turns[{n}] ({turn.turn_id!r}) is not of the document's character and user",
+                                   field=f"turns.{n}")
+        for n, exported in enumerate(document.memories):
+            memory = exported.memory
+            if (memory.character_id, memory.user_id) != (partition.character_id, partition.user_id):
+                raise InvalidInput(f"memories[{n}] ({memory.memory_id!r}) is not of the document's character and "
+                                   "user", field=f"memories.{n}")
+            for part, record in (("trace", exported.trace), ("state", exported.state)):
+                if record is not None and record.memory_id != memory.memory_id:
+                    raise InvalidInput(f"memories[{n}].{part} is of {record.memory_id!r}, not of its memory "
+                                       f"{memory.memory_id!r}", field=f"memories.{n}.{part}")
+        memories = [m.memory for m in document.memories]
+        try:
+            vectors = (self.embedder.embed([m.text for m in memories]) if memories else None)
+        except Exception as exc:  # stored without vectors: the background pass embeds them (as ingest does)
+            log.warning("import: the embedder failed; %d memories stored without vectors: %s", len(memories), exc)
+            vectors = None
+        key = partition_key(partition.character_id, partition.user_id)
+        with self._write_lock:
+            held = self.store.count(partition)
+            if held and not merge:
+                raise Conflict(f"{partition.character_id}/{partition.user_id} already holds {held} memories: an "
+                               "import does not mix two histories unless asked to merge them", field="merge")
+            added_turns = sum(self.store.add_turns(document.turns))
+            ends: dict[str, datetime] = {}
+            for turn in document.turns:
+                ends[turn.session_id] = max(ends.get(turn.session_id, turn.timestamp), turn.timestamp)
+            for session in document.sessions:
+                if session.closed:
+                    self.store.mark_session_closed(session.session_id, ends.get(session.session_id,
+                                                                                document.exported_at))
+            new = [i for i, m in enumerate(memories) if m.memory_id not in
+                   {found.memory_id for found in self.store.get_memories([m.memory_id for m in memories],
+                                                                         current=True)}]
+            if new:
+                self.store.add_memories([memories[i] for i in new], None if vectors is None else vectors[new])
+                self.store.put_traces([t for i in new if (t := document.memories[i].trace) is not None])
+                self.store.put_states([st for i in new if (st := document.memories[i].state) is not None])
+            restored = self.ledger.restore_partition(
+                key,
+                audit=[AuditEvent(partition=key, **event.model_dump()) for event in document.audit],
+                resolutions=document.resolutions,
+                review_items=[ReviewItem(partition=key, **item.model_dump()) for item in document.review_items])
+            self.ledger.touch(partition.character_id, partition.user_id)
+        return {"turns": added_turns, "memories": len(new), **restored}
+
+    def record_export(self, partition: Partition, *, actor: str, at: datetime | None = None) -> None:
+        """The audit trail's entry for an export: who took a copy of the partition, and when."""
+        self.ledger.record("", partition_key(partition.character_id, partition.user_id), "exported",
+                           at=at or self.clock(), actor=actor)
 
     def recall_record(self, recall_id: str, partition: Partition) -> RecallResult:
         """A past turn's recall, as it was returned; NotFound unless it was ``partition``'s."""

@@ -184,6 +184,57 @@ class SqliteLedger:
                           status=row[4], strength=row[5],
                           names=None if row[6] is None else tuple(json.loads(row[6])), actor=row[7])
 
+    def restore_partition(self, partition: str, *, audit: Sequence[AuditEvent], resolutions: Sequence[Resolution],
+                          review_items: Sequence[ReviewItem]) -> dict[str, int]:
+        added = {"audit": 0, "resolutions": 0, "review_items": 0}
+        held = {self._event_key(e) for e in self.partition_history(partition)}
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for event in audit:
+                    key = self._event_key(event)
+                    if key in held:
+                        continue
+                    held.add(key)
+                    self._db.execute(
+                        "INSERT INTO audit (memory_id, partition, event, at, status, strength, names, actor) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (event.memory_id, partition, event.event, event.at.astimezone(UTC).isoformat(), event.status,
+                         event.strength, None if event.names is None else json.dumps(list(event.names)),
+                         event.actor))
+                    added["audit"] += 1
+                for found in resolutions:
+                    cursor = self._db.execute(
+                        f"INSERT OR IGNORE INTO resolutions ({self._RESOLUTION}, partition) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (found.memory_id, found.resolved_by, found.register, found.at.astimezone(UTC).isoformat(),
+                         found.cue, found.link, found.recorded_at.astimezone(UTC).isoformat(),
+                         None if found.undone_at is None else found.undone_at.astimezone(UTC).isoformat(),
+                         found.undone_by, partition))
+                    added["resolutions"] += cursor.rowcount
+                for item in review_items:
+                    seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM review").fetchone()[0]
+                    cursor = self._db.execute(
+                        "INSERT OR IGNORE INTO review (item_id, seq, kind, memory_id, partition, proposed_at, score, "
+                        "reason, before, after, decision, decided_at, decided_by) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (item.item_id, seq, item.kind, item.memory_id, partition,
+                         item.proposed_at.astimezone(UTC).isoformat(), item.score, item.reason,
+                         item.before.model_dump_json(), item.after.model_dump_json(), item.decision,
+                         None if item.decided_at is None else item.decided_at.astimezone(UTC).isoformat(),
+                         item.decided_by))
+                    added["review_items"] += cursor.rowcount
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return added
+
+    @staticmethod
+    def _event_key(event: AuditEvent) -> tuple[Any, ...]:
+        return (event.memory_id, event.event, event.at.astimezone(UTC).isoformat(), event.status, event.strength,
+                event.names, event.actor)
+
     def redact_names(self, memory_ids: list[str], *, strict: bool) -> None:
         """At erasure: the erased memories' events keep proper names only (events written before that rule
         held may have more), and a strict erasure drops even those; only that something existed, and how it

@@ -367,6 +367,34 @@ def test_partitions_are_sorted_by_code_point_and_untouching_an_unknown_one_is_ha
     assert ledger.partitions() == [("Zed", "u1"), ("ava", "U1"), ("ava", "u2"), ("éa", "u1")]
 
 
+def test_a_restored_partition_reads_back_exactly_with_no_event_of_its_own_and_twice_is_once(ledger: Ledger) -> None:
+    # Made on a first ledger as the services would make them, then restored into the one under test.
+    source = SqliteLedger.in_memory()
+    source.record("m1", PARTITION, "archived", at=T0, actor="director:k1", status="archived", strength=0.4,
+                  names=("Luna",))
+    source.record("m2", PARTITION, "erased", at=T0 + timedelta(minutes=1), actor="runtime:k2")
+    source.redact_names(["m2"], strict=True)
+    source.record_resolutions(PARTITION, [Resolution(memory_id="m3", resolved_by="m4", register="anxiety", at=T0,
+                                                     cue="an apology (rule)", link="shared anchor",
+                                                     recorded_at=T0 + timedelta(hours=1))])
+    source.undo_resolutions(PARTITION, ["m3"], by="director:k1", at=T0 + timedelta(hours=2))
+    item = source.propose("promote", partition=PARTITION, before=MemoryState(memory_id="m5", status="provisional"),
+                          after=MemoryState(memory_id="m5"), score=0.7, reason="stated twice", at=T0)
+    source.decide(item.item_id, "kept", by="director:k1", at=T0 + timedelta(days=1))
+    audit, resolutions = source.partition_history(PARTITION), source.resolutions(PARTITION)
+    items = source.open_items([PARTITION], decision=None)
+    source.close()
+
+    for expected in ({"audit": len(audit), "resolutions": 1, "review_items": 1},
+                     {"audit": 0, "resolutions": 0, "review_items": 0}):
+        added = ledger.restore_partition(PARTITION, audit=audit, resolutions=resolutions, review_items=items)
+        assert added == expected
+    assert ledger.partition_history(PARTITION) == audit
+    assert ledger.resolutions(PARTITION) == resolutions
+    assert ledger.open_items([PARTITION], decision=None) == items
+    assert ledger.resolutions_in_force(PARTITION, T0 + timedelta(days=3)) == {}  # undone stays undone
+
+
 def test_a_file_backed_ledger_survives_a_restart(tmp_path: Path) -> None:
     first = SqliteLedger(tmp_path / "ledger.sqlite3")
     first.record("m1", PARTITION, "stored", at=T0, actor="system")

@@ -287,8 +287,9 @@ def test_each_host_counts_its_own_requests_and_both_report_the_shared_store_and_
     a, b, keys = deployment.a, deployment.b, deployment.keys
     before = {host.url: _metrics(host) for host in (a, b)}
     ok(call(a, "POST", "/v1/turns", keys["runtime"], json={"turns": [
-        turn("u7", 0, "Biscuit the hamster escaped again."), turn("u7", 1, "We found Biscuit under the sofa.")]}))
-    ok(call(b, "POST", "/v1/recall", keys["runtime"], json=recall_body("u7", "where was Biscuit")))
+        turn("u-metrics", 0, "Biscuit the hamster escaped again."),
+        turn("u-metrics", 1, "We found Biscuit under the sofa.")]}))
+    ok(call(b, "POST", "/v1/recall", keys["runtime"], json=recall_body("u-metrics", "where was Biscuit")))
     after = {host.url: _metrics(host) for host in (a, b)}
 
     def moved(host: FeltsenseService, name: str, **labels: str) -> float:

@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,18 @@ def test_the_metrics_example_shows_the_try_it_requests(service: FeltsenseService
     assert float(shown['feltsense_recall_seconds_count{mode="hybrid"}']) >= 1
     assert float(shown['feltsense_turns_ingested_total{outcome="stored"}']) >= 3  # the block's three turns
     assert float(shown['feltsense_store_memories{backend="embedded"}']) >= 1
+
+
+def test_the_export_and_import_example_runs_as_written(service: FeltsenseService, answers: dict[str, Any]) -> None:
+    [block] = [b for b in re.findall(r"```sh\n(.*?)```", section("Export and import"), flags=re.DOTALL)
+               if "/export" in b]
+    feltsense = str(Path(sys.executable).with_name("feltsense"))
+    script = block.replace("localhost:8000", f"127.0.0.1:{service.port}").replace(".venv/bin/feltsense", feltsense)
+    ran = subprocess.run(["bash", "-c", f"set -euo pipefail\n{script}"], capture_output=True, text=True,
+                         cwd=service.data_dir.parent, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    exported = json.loads((service.data_dir.parent / "tester-1.json").read_text())
+    assert exported["format"] == "feltsense.export" and exported["turns"], exported
+    header, first, report = ran.stdout.strip().splitlines()[-3:]
+    assert json.loads(header)["kind"] == "header" and json.loads(first)["kind"] == "session"
+    assert json.loads(report)["added"]["memories"] == len(exported["memories"])

@@ -500,6 +500,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything held about one user with one character: turns, memories with traces and states, facts with their history, resolutions, review items, audit events, tone rules (JSON, or NDJSON lines) */
+        get: operations["V1UsersUserIdExportExportUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -745,6 +762,82 @@ export interface components {
             traces: number;
             /** @description raw turns deleted: a user's erasure, every turn of the conversation (both roles); one memory's, the turn it was made from */
             turns: number;
+        };
+        /** ExportDocument */
+        ExportDocument: {
+            audit: components["schemas"]["ExportedAuditView"][];
+            character_id: string;
+            /** Format: date-time */
+            exported_at: string;
+            /** @constant */
+            format: "feltsense.export";
+            /** @description turn memories and facts, superseded ones too */
+            memories: components["schemas"]["ExportedMemoryView"][];
+            resolutions: components["schemas"]["Resolution"][];
+            review_items: components["schemas"]["ExportedReviewView"][];
+            sessions: components["schemas"]["ExportedSessionView"][];
+            /** @description the standing rules in force at exported_at */
+            tone_rules: components["schemas"]["ToneConstraint"][];
+            turns: components["schemas"]["ExportedTurnView"][];
+            user_id: string;
+            /** @constant */
+            version: 1;
+        };
+        /** ExportedAuditView */
+        ExportedAuditView: {
+            actor: string;
+            /** Format: date-time */
+            at: string;
+            event: string;
+            /** @description empty for an event of the whole partition (an export) */
+            memory_id: string;
+            /** @description proper names at most; null after a strict erasure */
+            names: string[] | null;
+            status: string | null;
+            strength: number | null;
+        };
+        /** ExportedMemoryView */
+        ExportedMemoryView: {
+            memory: components["schemas"]["Memory"];
+            /** @description status, supersession (a fact's history), pins, strength */
+            state: components["schemas"]["MemoryState"] | null;
+            /** @description how the moment felt, once its session closed */
+            trace: components["schemas"]["Trace"] | null;
+        };
+        /** ExportedReviewView */
+        ExportedReviewView: {
+            after: components["schemas"]["MemoryState"];
+            before: components["schemas"]["MemoryState"];
+            decided_at: string | null;
+            decided_by: string | null;
+            /** @enum {string} */
+            decision: "pending" | "kept" | "rejected" | "reverted";
+            item_id: string;
+            /** @enum {string} */
+            kind: "promote" | "demote";
+            memory_id: string;
+            /** Format: date-time */
+            proposed_at: string;
+            reason: string;
+            score: number;
+        };
+        /** ExportedSessionView */
+        ExportedSessionView: {
+            /** @description closed: its write-time pass recorded */
+            closed: boolean;
+            session_id: string;
+        };
+        /** ExportedTurnView */
+        ExportedTurnView: {
+            character_id: string;
+            /** @enum {string} */
+            role: "user" | "character";
+            session_id: string;
+            text: string;
+            /** Format: date-time */
+            timestamp: string;
+            turn_id: string;
+            user_id: string;
         };
         /** ExtractedFact */
         ExtractedFact: {
@@ -4611,6 +4704,96 @@ export interface operations {
             };
             /** @description The key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request: the problem names each invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A backend rejected the request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A backend (or the tuning store) is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    V1UsersUserIdExportExportUser: {
+        parameters: {
+            query: {
+                character_id: string;
+                /** @description ndjson: one record a line, streamed (also with Accept: application/x-ndjson); json: one document, at most 20,000 records */
+                format?: "json" | "ndjson" | null;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export: the JSON document, or with format=ndjson (or Accept: application/x-ndjson) the same records a line each */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportDocument"];
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Malformed request: the body is not JSON, not UTF-8, or nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than the service accepts */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -223,6 +223,50 @@ class PostgresLedger:
                           status=row[4], strength=row[5], names=None if row[6] is None else tuple(row[6]),
                           actor=row[7])
 
+    def restore_partition(self, partition: str, *, audit: Sequence[AuditEvent], resolutions: Sequence[Resolution],
+                          review_items: Sequence[ReviewItem]) -> dict[str, int]:
+        added = {"audit": 0, "resolutions": 0, "review_items": 0}
+        with transaction(self._pool) as connection:
+            # One importer of a partition at a time, so two do not both add an event neither saw.
+            connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("feltsense-import:" + partition,))
+            held = {self._event_key(self._event(row)) for row in connection.execute(
+                f"SELECT {_AUDIT} FROM ledger_audit WHERE partition = %s", (partition,)).fetchall()}
+            for event in audit:
+                key = self._event_key(event)
+                if key in held:
+                    continue
+                held.add(key)
+                connection.execute(
+                    f"INSERT INTO ledger_audit ({_AUDIT}) VALUES (%s, %s, %s, %s, %s, %s, %s::text[], %s)",
+                    (event.memory_id, partition, event.event, _utc(event.at), event.status, event.strength,
+                     None if event.names is None else list(event.names), event.actor))
+                added["audit"] += 1
+            for found in resolutions:
+                inserted = connection.execute(
+                    f"INSERT INTO ledger_resolutions ({_RESOLUTION}, partition) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (memory_id, resolved_by) DO NOTHING RETURNING 1",
+                    (found.memory_id, found.resolved_by, found.register, _utc(found.at), found.cue, found.link,
+                     _utc(found.recorded_at), None if found.undone_at is None else _utc(found.undone_at),
+                     found.undone_by, partition)).fetchone()
+                added["resolutions"] += inserted is not None
+            for item in review_items:
+                inserted = connection.execute(
+                    "INSERT INTO ledger_review (item_id, kind, memory_id, partition, proposed_at, score, reason, "
+                    "before, after, decision, decided_at, decided_by) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (item_id) DO NOTHING "
+                    "RETURNING 1",
+                    (item.item_id, item.kind, item.memory_id, partition, _utc(item.proposed_at), item.score,
+                     item.reason, item.before.model_dump_json(), item.after.model_dump_json(), item.decision,
+                     None if item.decided_at is None else _utc(item.decided_at), item.decided_by)).fetchone()
+                added["review_items"] += inserted is not None
+        return added
+
+    @staticmethod
+    def _event_key(event: AuditEvent) -> tuple[Any, ...]:
+        return (event.memory_id, event.event, event.at.astimezone(UTC).isoformat(), event.status, event.strength,
+                event.names, event.actor)
+
     def redact_names(self, memory_ids: list[str], *, strict: bool) -> None:
         """At erasure: the erased memories' events keep proper names only (events written before that rule
         held may have more), and a strict erasure drops even those."""

@@ -158,4 +158,11 @@ class Ledger(AuditLog, ReviewQueue, RecallLog, ResolutionLog, ErasureLog, Partit
         """Raises (BackendUnavailable) unless the ledger answers: a readiness check."""
         ...
 
+    def restore_partition(self, partition: str, *, audit: Sequence[AuditEvent], resolutions: Sequence[Resolution],
+                          review_items: Sequence[ReviewItem]) -> dict[str, int]:
+        """An import: keep these records of ``partition`` exactly as given (ids, times, decisions), with no event
+        of their own, in one transaction; a record already held (the same audit event, resolution pair or item
+        id) is left as it is. Returns how many of each were added."""
+        ...
+
     def close(self) -> None: ...
