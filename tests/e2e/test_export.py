@@ -144,6 +144,7 @@ def test_only_the_users_own_runtime_key_exports(source: Api) -> None:
     assert theirs["memories"] == [] and theirs["turns"] == [] and theirs["audit"] == []
 
 
+@pytest.mark.hostile
 def test_an_export_too_large_for_one_document_is_a_413_naming_ndjson(
     source: Api, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
