@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from api.boundary import AUTHENTICATED, IdPath, IdQuery, problems
 from api.dependencies import EngineDep, PrincipalDep
 from api.security import require
-from api.tenancy import scope_partition, scoped, unscope_memory, unscoped
+from api.tenancy import scope_memory, scope_partition, scope_turn, scoped, unscope_memory, unscope_turn, unscoped
 from engine.domain.errors import FeltsenseError, InvalidInput
 from engine.domain.models import Memory, Turn
 from engine.domain.models.exchange import (
@@ -37,6 +37,7 @@ from engine.domain.models.exchange import (
     ExportedSession,
     RecordKind,
     UserExport,
+    grouped,
 )
 
 NDJSON = "application/x-ndjson"
@@ -115,11 +116,9 @@ class TooLarge(FeltsenseError):
 
 def _unscoped(org: str, kind: RecordKind, record: BaseModel) -> BaseModel:
     if kind == "turn" and isinstance(record, Turn):
-        return record.model_copy(update={name: unscoped(org, getattr(record, name))
-                                         for name in ("character_id", "session_id", "turn_id")})
+        return unscope_turn(org, record)
     if kind == "memory" and isinstance(record, ExportedMemory):
-        memory: Memory = unscope_memory(org, record.memory)
-        return record.model_copy(update={"memory": memory})
+        return record.model_copy(update={"memory": unscope_memory(org, record.memory)})
     if kind == "session" and isinstance(record, ExportedSession):
         return record.model_copy(update={"session_id": unscoped(org, record.session_id)})
     return record
@@ -138,6 +137,15 @@ def _lines(header: dict[str, Any], records: Iterator[tuple[RecordKind, BaseModel
         yield json.dumps({"kind": "end", "counts": counts}).encode() + b"\n"
     finally:
         audited()
+
+
+def _at_most(limit: int, records: Iterator[tuple[RecordKind, BaseModel]]) -> Iterator[tuple[RecordKind, BaseModel]]:
+    for count, record in enumerate(records, start=1):
+        if count > limit:
+            raise TooLarge(f"this partition holds more than {limit:,} records, more than one JSON document "
+                           f"carries: ask for NDJSON (Accept: {NDJSON}, or ?format=ndjson), which streams them a "
+                           "line each")
+        yield record
 
 
 @dataclass
@@ -176,15 +184,8 @@ def export_user(
                   "character_id": character_id, "user_id": user_id}
         return Stream(_lines(header, records, lambda: engine.record_export(partition, actor=principal.actor, at=at)),
                       media_type=NDJSON)
-    sections: dict[str, list[BaseModel]] = {section: [] for section in SECTIONS.values()}
-    for count, (kind, record) in enumerate(records, start=1):
-        if count > MAX_JSON_RECORDS:
-            raise TooLarge(f"this partition holds more than {MAX_JSON_RECORDS:,} records, more than one JSON "
-                           f"document carries: ask for NDJSON (Accept: {NDJSON}, or ?format=ndjson), which streams "
-                           "them a line each")
-        sections[SECTIONS[kind]].append(record)
     document = UserExport.model_validate({"exported_at": at, "character_id": character_id, "user_id": user_id,
-                                          **{name: tuple(found) for name, found in sections.items()}})
+                                          **grouped(_at_most(MAX_JSON_RECORDS, records))})
     engine.record_export(partition, actor=principal.actor, at=at)
     return Response(document.model_dump(mode="json"), media_type="application/json")
 
@@ -195,26 +196,14 @@ export_routes = [export_user]
 # -- import: ``feltsense import`` -------------------------------------------------------------------------------
 
 
-def _scope(org: str, value: str) -> str:
-    return scoped(org, value) if value else value  # a fact's empty turn id stays empty
-
-
 def scoped_document(org: str, document: UserExport) -> UserExport:
     """An export's ids as the engine stores them for ``org`` (the export carries them as the organisation sent
     them)."""
-    def turn(t: Turn) -> Turn:
-        return t.model_copy(update={name: _scope(org, getattr(t, name))
-                                    for name in ("character_id", "session_id", "turn_id")})
-
-    def memory(m: ExportedMemory) -> ExportedMemory:
-        return m.model_copy(update={"memory": m.memory.model_copy(update={
-            name: _scope(org, getattr(m.memory, name)) for name in ("character_id", "session_id", "turn_id")})})
-
     return document.model_copy(update={
-        "character_id": _scope(org, document.character_id),
-        "sessions": tuple(s.model_copy(update={"session_id": _scope(org, s.session_id)}) for s in document.sessions),
-        "turns": tuple(turn(t) for t in document.turns),
-        "memories": tuple(memory(m) for m in document.memories),
+        "character_id": scoped(org, document.character_id),
+        "sessions": tuple(s.model_copy(update={"session_id": scoped(org, s.session_id)}) for s in document.sessions),
+        "turns": tuple(scope_turn(org, t) for t in document.turns),
+        "memories": tuple(m.model_copy(update={"memory": scope_memory(org, m.memory)}) for m in document.memories),
     })
 
 
@@ -243,7 +232,7 @@ def _is_header(line: str) -> bool:
 
 
 def _from_lines(text: str, source: str) -> UserExport:
-    sections: dict[str, list[Any]] = {section: [] for section in SECTIONS.values()}
+    records: list[tuple[RecordKind, Any]] = []
     header: dict[str, Any] | None = None
     ended = False
     for number, line in enumerate(text.splitlines(), start=1):
@@ -264,10 +253,10 @@ def _from_lines(text: str, source: str) -> UserExport:
         elif kind == "end":
             ended = True
         elif kind in SECTIONS and "record" in entry:
-            sections[SECTIONS[kind]].append(entry["record"])
+            records.append((kind, entry["record"]))
         else:
             raise InvalidInput(f"{source} line {number}: unknown record kind {kind!r} (one of "
                                f"{', '.join(SECTIONS)}, with its record)")
     if header is None or not ended:
         raise InvalidInput(f"{source}: {'no header' if header is None else 'no end line'}: the file is cut short")
-    return UserExport.model_validate({**header, **sections})
+    return UserExport.model_validate({**header, **grouped(records)})

@@ -158,8 +158,6 @@ def get_recall(
     return recall_answer(unscope_result(principal.org, engine.recall_record(recall_id, partition)), detail)
 
 
-
-
 @get("/v1/tone-rules", sync_to_thread=True,
      summary="The standing tone rules in force for one user with one character now, whatever a turn recalls",
      responses=problems(*AUTHENTICATED), response_class=RoundedJSON)

@@ -40,6 +40,10 @@ def scope_turn(org: str, turn: Turn) -> Turn:
     return _rewritten(turn, scoped, org, _TURN_IDS)
 
 
+def unscope_turn(org: str, turn: Turn) -> Turn:
+    return _rewritten(turn, unscoped, org, _TURN_IDS)
+
+
 def scope_query(org: str, query: RecallQuery) -> RecallQuery:
     return query.model_copy(update={
         "character_id": scoped(org, query.character_id),
@@ -49,6 +53,11 @@ def scope_query(org: str, query: RecallQuery) -> RecallQuery:
 
 def scope_partition(org: str, character_id: str, user_id: str) -> Partition:
     return Partition.model_construct(character_id=scoped(org, character_id), user_id=user_id)
+
+
+def scope_memory(org: str, memory: Memory) -> Memory:
+    """A memory as the engine stores it (an import's): a fact's empty turn id stays empty."""
+    return _rewritten(memory, lambda o, value: scoped(o, value) if value else value, org, _TURN_IDS)
 
 
 def unscope_memory(org: str, memory: Memory) -> Memory:

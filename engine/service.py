@@ -36,7 +36,6 @@ from engine.domain.models import (
     partition_key,
 )
 from engine.domain.models.exchange import (
-    SECTIONS,
     ExportedAudit,
     ExportedMemory,
     ExportedReview,
@@ -363,17 +362,9 @@ class Engine:
         for rule in self.standing_rules(partition, at):
             yield "tone_rule", rule
 
-    def export(self, partition: Partition, *, at: datetime | None = None) -> UserExport:
-        """``export_records`` as one document."""
-        sections: dict[str, list[BaseModel]] = {section: [] for section in SECTIONS.values()}
-        for kind, record in self.export_records(partition, at=at):
-            sections[SECTIONS[kind]].append(record)
-        return UserExport.model_validate({
-            "exported_at": at or self.clock(), "character_id": partition.character_id,
-            "user_id": partition.user_id, **{name: tuple(records) for name, records in sections.items()}})
-
     def import_partition(self, document: UserExport, *, merge: bool = False) -> dict[str, int]:
-        """Load an export (``export``'s document, its ids as this engine stores them) into its partition here:
+        """Load an export (``export_records`` as a ``UserExport``, its ids as this engine stores them) into its
+        partition here:
         turns, memories with their traces and states (embedded again by this engine's embedder: vectors are not
         exported), resolutions, review items and the audit trail, each kept exactly, ids and times included.
 

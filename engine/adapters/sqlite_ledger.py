@@ -187,12 +187,12 @@ class SqliteLedger:
     def restore_partition(self, partition: str, *, audit: Sequence[AuditEvent], resolutions: Sequence[Resolution],
                           review_items: Sequence[ReviewItem]) -> dict[str, int]:
         added = {"audit": 0, "resolutions": 0, "review_items": 0}
-        held = {self._event_key(e) for e in self.partition_history(partition)}
+        held = {e.identity() for e in self.partition_history(partition)}
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 for event in audit:
-                    key = self._event_key(event)
+                    key = event.identity()
                     if key in held:
                         continue
                     held.add(key)
@@ -229,11 +229,6 @@ class SqliteLedger:
                 self._db.execute("ROLLBACK")
                 raise
         return added
-
-    @staticmethod
-    def _event_key(event: AuditEvent) -> tuple[Any, ...]:
-        return (event.memory_id, event.event, event.at.astimezone(UTC).isoformat(), event.status, event.strength,
-                event.names, event.actor)
 
     def redact_names(self, memory_ids: list[str], *, strict: bool) -> None:
         """At erasure: the erased memories' events keep proper names only (events written before that rule

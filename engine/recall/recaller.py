@@ -18,8 +18,9 @@ from engine.domain.models import (
     Resolution,
     ToneConstraint,
 )
-from engine.domain.ports import Embedder, MemoryStore, Profiles
+from engine.domain.ports import Embedder, MemoryStore, Profiles, ToneCandidates
 from engine.domain.text import terms
+from engine.domain.tuning import TuningProfile
 from engine.recall import path_a, stage_two
 from engine.recall.stage_one import StageOne
 from engine.recall.tone import ToneRules
@@ -93,10 +94,7 @@ class Recaller:
             candidates, memories, states = path_a.current_facts_only(self._store, query.character_id, candidates,
                                                                      memories, states, notes, listings)
             traces = self._store.get_traces([c.memory_id for c in candidates])
-            resolved = self._resolutions(partition, now) if self._resolutions is not None else {}
-            toned_found = self._store.tone_candidates(
-                partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence
-            )
+            toned_found, resolved = self._tone_inputs(partition, profile, now)
             recalled, toned = stage_two.stage_two(
                 self._store, query, candidates, memories, traces, now, profile, limit=query.limit, states=states,
                 resolved=resolved, tone_candidates=toned_found,
@@ -165,10 +163,15 @@ class Recaller:
         ``standing_rules`` would hold if it recalled nothing (a tone rule for a recalled memory is that turn's)."""
         with span("feltsense.standing_rules"):
             profile = self._profiles.profile_for(partition.character_id)
-            found = self._store.tone_candidates(
-                partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence)
-            resolved = self._resolutions(partition, now) if self._resolutions is not None else {}
+            found, resolved = self._tone_inputs(partition, profile, now)
             return self._tone.rules(found, set(), now, None, profile, resolved)[1]
+
+    def _tone_inputs(self, partition: Partition, profile: TuningProfile, now: datetime
+                     ) -> tuple[ToneCandidates, dict[str, Resolution]]:
+        """The partition's tone candidates under the profile's bars, and the resolutions in force at ``now``."""
+        found = self._store.tone_candidates(
+            partition, min_intensity=profile.tone.min_intensity, max_valence=profile.tone.max_valence)
+        return found, self._resolutions(partition, now) if self._resolutions is not None else {}
 
     def remember_lines(self, lines: Sequence[str], vectors: np.ndarray) -> None:
         """Keep lines' vectors for the windows of the next turns (ingest tells recall what it embedded)."""

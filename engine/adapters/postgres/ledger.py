@@ -229,10 +229,10 @@ class PostgresLedger:
         with transaction(self._pool) as connection:
             # One importer of a partition at a time, so two do not both add an event neither saw.
             connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("feltsense-import:" + partition,))
-            held = {self._event_key(self._event(row)) for row in connection.execute(
+            held = {self._event(row).identity() for row in connection.execute(
                 f"SELECT {_AUDIT} FROM ledger_audit WHERE partition = %s", (partition,)).fetchall()}
             for event in audit:
-                key = self._event_key(event)
+                key = event.identity()
                 if key in held:
                     continue
                 held.add(key)
@@ -261,11 +261,6 @@ class PostgresLedger:
                      None if item.decided_at is None else _utc(item.decided_at), item.decided_by)).fetchone()
                 added["review_items"] += inserted is not None
         return added
-
-    @staticmethod
-    def _event_key(event: AuditEvent) -> tuple[Any, ...]:
-        return (event.memory_id, event.event, event.at.astimezone(UTC).isoformat(), event.status, event.strength,
-                event.names, event.actor)
 
     def redact_names(self, memory_ids: list[str], *, strict: bool) -> None:
         """At erasure: the erased memories' events keep proper names only (events written before that rule

@@ -21,7 +21,8 @@ implied by ``character_id`` and ``user_id``, so records carry no partition key o
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
@@ -93,3 +94,11 @@ SECTIONS: dict[RecordKind, str] = {
     "review_item": "review_items", "audit": "audit", "tone_rule": "tone_rules",
 }
 """Each NDJSON record kind and the document's section it belongs to, in the order they are written."""
+
+
+def grouped(records: Iterable[tuple[RecordKind, Any]]) -> dict[str, list[Any]]:
+    """Records, each with its kind, in the document's sections (every section present), in the order given."""
+    sections: dict[str, list[Any]] = {section: [] for section in SECTIONS.values()}
+    for kind, record in records:
+        sections[SECTIONS[kind]].append(record)
+    return sections

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -39,6 +39,12 @@ class AuditEvent(BaseModel):
     names: tuple[str, ...] | None
     actor: str
 
+
+    def identity(self) -> tuple[object, ...]:
+        """What makes two events of one partition the same event (an import keeps each once): all but the
+        partition, the time in UTC."""
+        return (self.memory_id, self.event, self.at.astimezone(UTC).isoformat(), self.status, self.strength,
+                self.names, self.actor)
 
 class ReviewItem(BaseModel):
     """A change consolidation proposed, with the states before and after, and what a director decided."""
