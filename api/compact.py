@@ -16,6 +16,7 @@ from feltsense_client.models import (
     CompactRecallTrace,
     CompactToneRule,
     Feeling,
+    RehearsalCue,
 )
 
 from api.wire import to_wire
@@ -47,6 +48,7 @@ def compact_recall(result: RecallResult) -> CompactRecall:
         tone_constraints=tuple(compact_rule(c) for c in result.tone_constraints),
         standing_rules=tuple(compact_rule(c) for c in result.standing_rules),
         memories=tuple(compact_memory(m) for m in result.memories),
+        rehearsal=None if result.rehearsal is None else to_wire(RehearsalCue, result.rehearsal),
         trace=CompactRecallTrace(mode=result.trace.mode, profile_version=result.trace.profile_version,
                                  notes=result.trace.notes),
     )

@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from feltsense_client.models import AuditEvent, ErasureReceipt, FactWrite, MemoryState, ReviewItem, SweepReport
+from feltsense_client.models import (
+    AuditEvent,
+    ErasureReceipt,
+    FactWrite,
+    MemoryState,
+    ReviewItem,
+    SweepReport,
+    TrustRecord,
+)
 from litestar import delete, get, post, put
 from litestar.params import FromPath, FromQuery, JSONBody, Parameter, QueryParameter
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,7 +36,7 @@ from api.dependencies import EngineDep, PrincipalDep
 from api.security import OPERATOR_ROUTE, require
 from api.tenancy import scoped, unscope_memory, unscoped
 from api.wire import to_wire
-from engine import Writer, may_write, stored_sentence
+from engine import Writer, earned, may_write, stored_sentence
 from engine.domain.errors import Forbidden, InvalidInput
 from engine.domain.models import ExtractedFact, Identifier, Memory, Partition, Scope
 from engine.domain.models import ReviewItem as EngineReviewItem
@@ -107,7 +115,10 @@ WRITERS: dict[Role, Writer] = {"runtime": "user", "director": "author", "admin":
 
 class Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    decision: Literal["kept", "rejected", "reverted"]
+    decision: Literal["kept", "rejected", "reverted", "undone"] = Field(
+        description="kept applies a pending item, rejected drops it, reverted restores the exact prior state of a "
+                    "kept one, undone restores the exact prior state of an auto_kept one and puts it back to pending"
+    )
 
 
 @post("/v1/facts", status_code=200, sync_to_thread=True,
@@ -190,14 +201,35 @@ def erase_user(user_id: IdPath, engine: EngineDep, principal: PrincipalDep, char
      responses=problems(*AUTHENTICATED))
 def review_queue(
     engine: EngineDep, principal: PrincipalDep, character_id: IdQuery, user_id: OptionalIdQuery = None,
-    decision: FromQuery[Literal["pending", "kept", "rejected", "reverted"] | None] = "pending",
+    decision: FromQuery[Literal["pending", "kept", "rejected", "reverted", "auto_kept"] | None] = "pending",
 ) -> list[ReviewItem]:
     return [_unscope_item(principal, item) for item in
             engine.review_items(_changeable(principal, character_id, user_id), decision)]
 
 
+@get("/v1/review/trust", sync_to_thread=True,
+     summary="The organisation's record of people's decisions on one kind of change, and whether it has earned "
+             "automatic keeps",
+     responses=problems(*AUTHENTICATED))
+def trust_record(
+    engine: EngineDep, principal: PrincipalDep, character_id: IdQuery,
+    change_kind: Annotated[str, QueryParameter(
+        description="promote:<relation> (promote:diet), demote, conflict or contradiction",
+        min_length=1, max_length=80, pattern=r"^[a-z_]+(:[a-z_]+)?$")],
+) -> TrustRecord:
+    require(principal, "director", "admin")
+    record, profile = engine.trust_record(scoped(principal.org, character_id), change_kind)
+    kind = change_kind.split(":", 1)[0]
+    return TrustRecord(change_kind=record.change_kind, kept=record.kept, rejected=record.rejected,
+                       reverted=record.reverted, held=record.held, rate=round(record.rate, 6),
+                       auto_keep_after=profile.trust.auto_keep_after, min_keep_rate=profile.trust.min_keep_rate,
+                       eligible=kind in profile.trust.kinds,
+                       earned=earned(record, kind, profile.trust))  # type: ignore[arg-type]
+
+
 @post("/v1/review/{item_id:str}", status_code=200, sync_to_thread=True,
-      summary="Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state",
+      summary="Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state, "
+              "undone takes back an automatic keep (exact prior state, pending again)",
       responses=problems(*WITH_BODY, 404))
 def decide(item_id: FromPath[str], data: JSONBody[Decision], engine: EngineDep, principal: PrincipalDep,
            character_id: IdQuery, user_id: OptionalIdQuery = None) -> ReviewItem:
@@ -252,4 +284,4 @@ def put_canon(character_id: IdPath, record_id: IdPath, data: JSONBody[CanonRecor
 
 
 lifecycle_routes = [put_canon, write_fact, list_facts, archive_memory, restore_memory, pin_memory, erase_user,
-                    review_queue, decide, audit_trail, sweep]
+                    review_queue, trust_record, decide, audit_trail, sweep]

@@ -23,13 +23,16 @@ from api.tenancy import scoped, unscoped
 from engine import strength_params
 from engine.domain.ports import ProfileStore, TuningVersion
 from engine.domain.tuning import (
+    ConsolidationParams,
     ContextParams,
+    RehearsalParams,
     RetrievalParams,
     ScopeParams,
     ScoringParams,
     Shown,
     StrengthParams,
     ToneParams,
+    TrustParams,
     TuningProfile,
     WriteParams,
 )
@@ -52,6 +55,9 @@ class TuningSections(BaseModel):
     write: WriteParams = WriteParams()
     strength: StrengthParams = StrengthParams()
     scopes: ScopeParams = ScopeParams()
+    consolidation: ConsolidationParams = ConsolidationParams()
+    rehearsal: RehearsalParams = RehearsalParams()
+    trust: TrustParams = TrustParams()
     context: ContextParams = ContextParams()
 
 
@@ -179,8 +185,8 @@ def _profile(character_id: str, data: TuningSections, *, field_prefix: str = "")
     The scoring kernels check a little more than the profile's fields (``fast_weight`` must stay below 1 so
     decay keeps a tail); such a profile must fail here, not at the character's next recall.
     """
-    profile = TuningProfile(character_id=character_id, retrieval=data.retrieval, scoring=data.scoring, tone=data.tone,
-                            write=data.write, strength=data.strength, scopes=data.scopes, context=data.context)
+    profile = TuningProfile(character_id=character_id,
+                            **{name: getattr(data, name) for name in TuningSections.model_fields})
     try:
         strength_params(profile)
     except ValueError as exc:

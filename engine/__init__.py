@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from engine.lifecycle import ErasureReceipt, SweepReport
     from engine.service import Engine, Found, Search
     from engine.strength import strength_params
+    from engine.trust import earned
 
 _WHERE = {
     "Engine": "engine.service",
@@ -40,6 +41,7 @@ _WHERE = {
     "ErasureReceipt": "engine.lifecycle",
     "SweepReport": "engine.lifecycle",
     "strength_params": "engine.strength",
+    "earned": "engine.trust",
 }
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "build_ledger",
     "build_profile_store",
     "check_settings",
+    "earned",
     "may_write",
     "stored_sentence",
     "strength_params",

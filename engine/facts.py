@@ -31,15 +31,19 @@ from engine.domain.models import (
     Memory,
     MemoryState,
     Partition,
+    ReviewKind,
     Scope,
     Source,
     Status,
     StrengthSignals,
     partition_key,
 )
-from engine.domain.ports import Embedder, Ledger, MemoryStore
+from engine.domain.ports import Embedder, Ledger, MemoryStore, Profiles
 from engine.domain.scopes import partition_for
+from engine.domain.tuning import ProfileSource
 from engine.domain.vocabulary import ended_value, fact_sentence
+from engine.rehearsal import confirmed
+from scoring.strength import source_trust_of
 from traces.facts import well_formed
 
 log = logging.getLogger("feltsense.facts")
@@ -139,6 +143,10 @@ def ends_another(fact: ExtractedFact, current_value: str | None) -> bool:
     return not held_words & (set(normalise(ended[1]).split()) - _NOT_NAME_WORDS)
 
 
+def _rehearsed(state: MemoryState | None) -> bool:
+    return state is not None and state.status == "active" and state.rehearsal is not None
+
+
 @dataclass(frozen=True)
 class FactWrite:
     fact_id: str
@@ -151,11 +159,12 @@ class FactWrite:
 
 class FactService:
     def __init__(self, *, store: MemoryStore, embedder: Embedder, ledger: Ledger,
-                 auto_active: Iterable[str] = ()) -> None:
+                 auto_active: Iterable[str] = (), profiles: Profiles | None = None) -> None:
         self._store = store
         self._embedder = embedder
         self._ledger = ledger
         self._auto_active = frozenset(auto_active)
+        self._profiles = profiles or ProfileSource()
 
     def write(
         self,
@@ -195,8 +204,14 @@ class FactService:
             if old_state.status == "provisional" and status == "active":
                 return self._activate(old, old_state.model_copy(update={"signals": signals}), at, actor,
                                       outcome="promoted")
-            self._store.put_states([old_state.model_copy(update={"signals": signals, "changed_at": at})])
+            rehearsal = old_state.rehearsal
+            if rehearsal is not None:  # the user said it again: a rehearsed fact moves up a box
+                rehearsal = confirmed(rehearsal, at, self._profiles.profile_for(character_id).rehearsal)
+            self._store.put_states([old_state.model_copy(update={"signals": signals, "changed_at": at,
+                                                                 "rehearsal": rehearsal})])
             self._audit(old, "restated", at, actor, old_state.status)
+            if rehearsal is not None:
+                self._audit(old, "rehearsal_confirmed", at, actor, old_state.status)
             return FactWrite(fact_id=old.memory_id, status=old_state.status, outcome="deduplicated")
 
         fact_id = fact_id_for(partition, fact.subject, fact.relation, digest)
@@ -211,11 +226,20 @@ class FactService:
             fact=FactInfo(subject=fact.subject, relation=fact.relation, value=fact.value, content_hash=digest,
                           source=source, provenance=tuple(provenance)),
         )
+        rehearsed = [old for old in existing if old.slot == memory.slot and old.memory_id != fact_id
+                     and _rehearsed(states.get(old.memory_id))]
+        if status == "active" and rehearsed:
+            status = "provisional"  # it contradicts a rehearsed fact: a person decides, the old one stands meanwhile
         state = MemoryState(memory_id=fact_id, status=status, changed_at=at,
                             signals=StrengthSignals(source=source, last_validated=at))
         replaced = self._replacements(memory, existing, states, at) if status == "active" else []
         self._store.write_fact(memory, self._vector(sentence), state, replaced)
         self._audit(memory, "written", at, actor, status)
+        if rehearsed and status == "provisional":
+            self._file(memory, state, rehearsed[0], "contradiction", at,
+                       f"contradicts a rehearsed fact ({rehearsed[0].memory_id}) on its slot")
+        if scope == "user" and status == "active":
+            self._ticket_conflict(memory, state, at)
         for changed in replaced:
             self._ledger.record(changed.memory_id, partition_key(partition.character_id, partition.user_id),
                                 "superseded" if changed.status == "revoked" else "marked_stale", at=at,
@@ -226,20 +250,53 @@ class FactService:
             stale_memories=tuple(s.memory_id for s in replaced if s.stale),
         )
 
+    def _file(self, memory: Memory, state: MemoryState, counterpart: Memory, kind: ReviewKind, at: datetime,
+              reason: str) -> None:
+        """A review item about ``memory`` naming ``counterpart``; a contradiction keeps it as a promotion would."""
+        if self._ledger.is_pending(memory.memory_id, kind):
+            return
+        after = (state.model_copy(update={"status": "active"}) if kind == "contradiction"
+                 else state.model_copy(update={"overrides_canon": True}))
+        filed_in = counterpart.partition if kind == "conflict" else memory.partition
+        self._ledger.propose(kind, partition=partition_key(filed_in.character_id, filed_in.user_id), before=state,
+                             after=after, score=source_trust_of(state.signals.source) * state.signals.confidence,
+                             reason=reason, at=at, counterpart=counterpart.memory_id)
+        self._audit(memory, f"{kind}_filed", at, "system", state.status)
+
+    def _ticket_conflict(self, memory: Memory, state: MemoryState, at: datetime) -> None:
+        """A user's fact on a slot the character's canon holds (with other content) files a conflict ticket in the
+        canon's review queue, naming both; recall keeps speaking canon (``engine.recall.path_a``) until a director
+        lets the user's stand for this user (kept) or not (rejected)."""
+        canon_partition = partition_for("canon", memory.character_id)
+        canon = self._store.list_facts(canon_partition)
+        held = current(canon, self._store.get_states([f.memory_id for f in canon])).get(memory.slot)  # type: ignore[arg-type]
+        if held is None or held.fact is None or memory.fact is None \
+                or held.fact.content_hash == memory.fact.content_hash:
+            return
+        self._file(memory, state, held, "conflict", at,
+                   f"the user's fact contradicts the character's canon on ({memory.fact.subject}, "
+                   f"{memory.fact.relation})")
+
     def active_value(self, partition: Partition, slot: tuple[str, str], *, at: datetime | None = None) -> str | None:
         """The value of the slot's current fact in ``partition`` (as of ``at``), or None when it has none."""
         facts = [f for f in self._store.list_facts(partition) if f.slot == slot and (at is None or f.created_at <= at)]
         found = current(facts, self._store.get_states([f.memory_id for f in facts])).get(slot)
         return found.fact.value if found is not None and found.fact is not None else None
 
-    def promote(self, fact_id: str, partition: Partition, *, at: datetime, actor: str) -> FactWrite:
-        """A provisional fact goes active (a reviewer kept it): it now supersedes its slot's active fact."""
+    def promote(self, fact_id: str, partition: Partition, *, at: datetime, actor: str,
+                confidence: float | None = None) -> FactWrite:
+        """A provisional fact goes active (a reviewer kept it): it now supersedes its slot's active fact. With
+        ``confidence`` (the consolidation gate's, so that its base strength starts at the gate's score), validated
+        now: its decay starts from the keep."""
         found = [f for f in self._store.list_facts(partition) if f.memory_id == fact_id]
         if not found:
             raise NotFound(f"no fact {fact_id!r}")
         state = self._store.get_states([fact_id]).get(fact_id, MemoryState(memory_id=fact_id))
         if state.status != "provisional":
             raise InvalidInput(f"fact {fact_id!r} is {state.status}, not provisional", field="status")
+        if confidence is not None:
+            state = state.model_copy(update={"signals": state.signals.model_copy(
+                update={"confidence": confidence, "last_validated": at})})
         return self._activate(found[0], state, at, actor, outcome="promoted")
 
     def _activate(self, fact: Memory, state: MemoryState, at: datetime, actor: str,

@@ -32,6 +32,7 @@ from engine.domain.models import (
     ToneConstraint,
     Trace,
     TraceStatus,
+    TrustRecord,
     Turn,
     partition_key,
 )
@@ -44,8 +45,8 @@ from engine.domain.models.exchange import (
     UserExport,
 )
 from engine.domain.ports import Classifier, Embedder, Ledger, MemoryStore, Profiles
-from engine.domain.scopes import partition_for, visible
-from engine.domain.tuning import ProfileSource
+from engine.domain.scopes import namespace_prefix, partition_for, visible
+from engine.domain.tuning import ProfileSource, TuningProfile
 from engine.facts import FactService, FactWrite, Writer
 from engine.gate import VisibilityGates
 from engine.ingest import Ingestor
@@ -138,7 +139,7 @@ class Engine:
         self.clock = clock
         self.ledger = ledger  # required: a service's audit trail and review queue are never silently in memory
         self.facts = FactService(store=store, embedder=embedder, ledger=self.ledger,
-                                 auto_active=AUTO_ACTIVE_RELATIONS)
+                                 auto_active=AUTO_ACTIVE_RELATIONS, profiles=self.profiles)
         self.lifecycle = Lifecycle(store=store, ledger=self.ledger, facts=self.facts, profiles=self.profiles,
                                    clock=clock)
         self._ingestor = Ingestor(store=store, embedder=embedder, erased=self.ledger.erased,
@@ -558,6 +559,12 @@ class Engine:
     def decide(self, item_id: str, decision: str, partitions: list[Partition], *, by: str) -> ReviewItem:
         with self._write_lock:
             return self.lifecycle.decide(item_id, decision, partitions, by=by)
+
+    def trust_record(self, character_id: str, change_kind: str) -> tuple[TrustRecord, TuningProfile]:
+        """The organisation's record of people's decisions on ``change_kind`` (the namespace of ``character_id``),
+        with the character's profile, whose ``trust`` holds the bar."""
+        return (self.lifecycle.trust_record(namespace_prefix(character_id), change_kind),
+                self.profiles.profile_for(character_id))
 
     def audit_trail(self, partition: Partition) -> list[AuditEvent]:
         """A level's audit trail, oldest first: what existed and how it changed, never what it said."""

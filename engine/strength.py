@@ -14,6 +14,7 @@ import numpy as np
 
 from engine.domain.models import Memory, MemoryState
 from engine.domain.tuning import TuningProfile
+from scoring import consolidation
 from scoring import strength as strength_kernel
 from scoring.rerank import StageTwoParams
 
@@ -68,3 +69,38 @@ def strengths(
         stale=np.array([with_stale and s.stale for s in rows], dtype=bool),
         params=strength_params(profile),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def gate_params(profile: TuningProfile) -> consolidation.GateParams:
+    """The consolidation gate's parameters from a profile (``scoring.consolidation``)."""
+    c = profile.consolidation
+    return consolidation.GateParams(
+        mode=c.mode, threshold=c.threshold, k=c.k,
+        weights=(c.weight_retrievals, c.weight_query_kinds, c.weight_confidence, c.weight_source_trust,
+                 c.weight_stated, c.weight_age),
+        bars=(c.bar_retrievals, c.bar_query_kinds, c.bar_confidence, c.bar_source_trust, c.bar_stated,
+              c.bar_age_days),
+        retrieval_scale=c.retrieval_scale, query_kind_scale=c.query_kind_scale, stated_scale=c.stated_scale,
+        age_scale_days=c.age_scale_days,
+    )
+
+
+def signal_vectors(memories: Sequence[Memory], states: dict[str, MemoryState], now: datetime,
+                   sources: dict[str, MemoryState] | None = None) -> np.ndarray:
+    """Each memory's consolidation signal vector (``scoring.consolidation.SIGNALS``), from its stored state.
+
+    A provisional fact is out of recall, so it is never retrieved itself: what came up is the turns it was
+    distilled from. Its retrievals therefore add those of its provenance memories (their states in ``sources``),
+    and its query kinds are the union of theirs and its own."""
+    default = MemoryState(memory_id="")
+    found = sources or {}
+    rows = []
+    for memory in memories:
+        s = (states.get(memory.memory_id) or default).signals
+        provenance = [found[m].signals for m in (memory.fact.provenance if memory.fact else ()) if m in found]
+        retrievals = s.retrievals + sum(p.retrievals for p in provenance)
+        kinds = set(s.query_kinds).union(*(p.query_kinds for p in provenance))
+        rows.append((retrievals, len(kinds), s.confidence, strength_kernel.source_trust_of(s.source), s.mentions,
+                     max((now - memory.created_at).total_seconds(), 0.0) / 86_400))
+    return np.array(rows, dtype=np.float64).reshape(-1, len(consolidation.SIGNALS))

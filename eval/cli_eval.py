@@ -43,6 +43,7 @@ def add_eval(commands: Commands) -> None:
     _add_facts_eval(eval_commands)
     _add_anchors_eval(eval_commands)
     _add_window_eval(eval_commands)
+    _add_consolidation(eval_commands)
 
 
 def _add_run(eval_commands: Commands) -> None:
@@ -295,6 +296,64 @@ def _run_locomo(args: argparse.Namespace, runtime: Runtime, command: str,
                         err=runtime.stderr),
         data_errors=(LocomoDataError,),
     )
+
+
+def _add_consolidation(eval_commands: Commands) -> None:
+    # eval.consolidation_sweep imports the engine: its defaults are resolved in the handler, so the parser stays
+    # instant.
+    consolidation = add_command(
+        eval_commands, "consolidation",
+        "choose the consolidation gate's defaults on the dev conversations; score them on LoCoMo",
+        "Replay each conversation into a fresh embedded engine with a recall on every turn, take the facts left "
+        "as the gate's candidates (keep: a turn they came from is cited as evidence by a question of categories "
+        "1-4), sweep the blended and k-of-n gates and each signal alone for F1 on the development conversations, "
+        "and score the chosen configurations unchanged on LoCoMo (evaluation only: nothing is chosen on it). "
+        "Writes the markdown report to --out. Exit status 2 when the data is missing.",
+        handle_eval_consolidation,
+    )
+    consolidation.add_argument("--dev", type=Path, metavar="PATH", action="append",
+                               help="development conversations the defaults are chosen on, LoCoMo's format; "
+                                    "repeat for several (default eval/data/dev_conversations and "
+                                    "eval/data/consolidation_dev)")
+    add_data(consolidation, _LOCOMO_DATA + ", scored only", "../shared/data/locomo")
+    consolidation.add_argument("--limit", type=int, metavar="N",
+                               help="only the first N conversations of each set, for a quick run")
+    consolidation.add_argument("--out", type=Path, metavar="FILE",
+                               help="the markdown report (default eval/data/consolidation_sweep.md)")
+    add_json_file(consolidation, "also write the figures, the chosen defaults and the candidates' signals as JSON")
+
+
+def handle_eval_consolidation(args: argparse.Namespace, runtime: Runtime) -> int:
+    command = "eval consolidation"
+    if args.limit is not None and args.limit < 1:
+        return invalid(runtime, command, "--limit must be at least 1")
+    from eval.consolidation_sweep import DEV_SETS, REPORT, measure
+    from eval.locomo import LocomoDataError
+
+    dev = tuple(args.dev) if args.dev else DEV_SETS
+    for path, what in (*((d, "development conversations") for d in dev), (args.data, "LoCoMo data")):
+        if not path.exists():
+            return invalid(runtime, command, f"no {what} at {path}")
+    report = args.out if args.out is not None else REPORT
+    return run_guarded(
+        args, runtime, command,
+        lambda: measure(dev, args.data, settings=runtime.settings, limit=args.limit, report=report,
+                        command=_invocation(args), out=runtime.stdout, err=runtime.stderr),
+        data_errors=(LocomoDataError,),
+    )
+
+
+def _invocation(args: argparse.Namespace) -> str:
+    """The command line that made a report, for the report: ``feltsense eval consolidation`` and its options."""
+    from eval.consolidation_sweep import COMMAND
+
+    parts = [COMMAND]
+    options = (*(("--dev", d) for d in args.dev or ()), ("--data", args.data), ("--limit", args.limit),
+               ("--out", args.out), ("--json", args.json_path))
+    for flag, value in options:
+        if value is not None:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
 
 
 def _add_standing_rules(eval_commands: Commands) -> None:

@@ -30,6 +30,7 @@ from prompts.wording import (
     FACTS_HEADER,
     MEMORY_LINE,
     MEMORY_LINE_WITH_CONTEXT,
+    REHEARSAL_HEADER,
     STANDING_HEADER,
     TAIL_HEADER,
     TONE_HEADER,
@@ -150,8 +151,10 @@ def assemble(
     now: datetime,
     budget: Budget,
     counter: TokenCounter,
+    rehearsal: tuple[str, str] | None = None,
 ) -> tuple[AssembledContext, ContextTrace]:
-    """``pins`` in priority order; ``facts`` in any order (they are sorted); ``memories`` in rank order."""
+    """``pins`` in priority order; ``facts`` in any order (they are sorted); ``memories`` in rank order;
+    ``rehearsal`` (memory id, instruction) this turn's optional check, after the tone rules, when it fits."""
     # -- Path A: whole records, fixed order, nothing from this turn --------------------------------------
     pin_texts: list[str] = []
     truncated: list[str] = []
@@ -176,6 +179,11 @@ def assemble(
     tone_lines = [f"- {rule.instruction}" for rule in tone_constraints]
     kept_rules = fit([TONE_HEADER, *tone_lines], remaining, counter) - 1 if tone_lines else 0
     tone = _section(TONE_HEADER, tone_lines[: max(kept_rules, 0)])
+    cue = _section(REHEARSAL_HEADER, [f"- {rehearsal[1]}"]) if rehearsal is not None else ""
+    if cue and counter.count(_join([tone, cue])) <= remaining:
+        tone = _join([tone, cue])  # optional: it never displaces a tone rule, and goes when it does not fit
+    else:
+        rehearsal = None
     tone_tokens = counter.count(tone)
     remaining = max(remaining - tone_tokens, 0)
 
@@ -207,5 +215,6 @@ def assemble(
         memories=tuple(memory.memory_id for memory in memories[:kept]),
         memories_dropped=tuple(memory.memory_id for memory in reversed(memories[kept:])),
         over_budget=prefix_tokens > budget.total_tokens,
+        rehearsal=None if rehearsal is None else rehearsal[0],
     )
     return context, trace

@@ -169,3 +169,22 @@ def tone_instruction(register: str, anchors: Sequence[str], *, text: str, age_da
     if standing and anniversary_years is not None and anniversary_years >= 1:
         body = f"{body} {anniversary_sentence(register, anniversary_years, anniversary_window_days)}"
     return body
+
+
+REHEARSAL_HEADER = "If it fits this conversation (optional, at most once):"
+REHEARSAL_TEMPLATES: dict[str, str] = {
+    "bereavement": (
+        "You remember this loss: {sentence} If the user brings it up, you may gently ask how they are doing with it. "
+        "Never ask whether it is still true."
+    ),
+}
+DEFAULT_REHEARSAL_TEMPLATE = (
+    "You may lightly confirm that this is still true: {sentence} Only if it comes up naturally; if the user does not "
+    "take it up, leave it."
+)
+
+
+def rehearsal_cue(reason: str, sentence: str) -> str:
+    """The optional check Path A offers the character for a due rehearsed fact (``engine.rehearsal``). The sentence
+    is the fact's stored one (the server's rendering, with the user's words quoted)."""
+    return REHEARSAL_TEMPLATES.get(reason, DEFAULT_REHEARSAL_TEMPLATE).format(sentence=sentence)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,27 @@ from tests.fakes import KeywordClassifier
 from tests.keys import sqlite_key_store
 
 
+@dataclass
+class Clock:
+    """The engine's clock: now, plus however far a test moved it on (``later``), so that a fact written "now"
+    can be swept weeks later."""
+
+    offset: timedelta = timedelta(0)
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def later(self, **delta: float) -> None:
+        self.offset += timedelta(**delta)
+
+
 @dataclass(frozen=True)
 class InProcess:
     app: Litestar
     engine: Engine
     keys: KeyStore
     tuning: SqliteTuningStore
+    clock: Clock
 
 
 @contextlib.contextmanager
@@ -47,13 +63,14 @@ def in_process(root: Path, *, engine_class: type[Engine] = Engine, ledger_class:
     embedder = HashingEmbedder()
     tuning = SqliteTuningStore(root / "tuning.sqlite3")
     store = EmbeddedStore(root / "data", embedding_model=embedder.model_id, dimension=embedder.dimension)
+    clock = Clock()
     engine = engine_class(store=store, embedder=embedder, classifier=KeywordClassifier(), profiles=tuning,
-                          ledger=ledger_class(root / "ledger.sqlite3"))
+                          ledger=ledger_class(root / "ledger.sqlite3"), clock=clock)
     keys = sqlite_key_store(root / "keys.sqlite3")
     try:
         app = create_app(engine, keys=keys, tuning=tuning, transcript_dirs=transcript_dirs,
                          jobs=InProcessJobs(engine) if queued else None, replays=replays)
-        yield InProcess(app, engine, keys, tuning)
+        yield InProcess(app, engine, keys, tuning, clock)
     finally:
         engine.close()
         tuning.close()

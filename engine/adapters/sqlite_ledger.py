@@ -31,8 +31,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.adapters.sqlite_transaction import Readers, immediate
-from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
-from engine.domain.models import AuditEvent, Decision, MemoryState, Resolution, ReviewItem, ReviewKind
+from engine.domain.errors import BackendUnavailable, NotFound
+from engine.domain.models import (
+    AuditEvent,
+    Decision,
+    MemoryState,
+    Resolution,
+    ReviewItem,
+    ReviewKind,
+    TrustRecord,
+)
+from engine.domain.review import dump_states, load_states, org_of, trust_move
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -61,9 +70,20 @@ CREATE TABLE IF NOT EXISTS review (
     after TEXT NOT NULL,
     decision TEXT NOT NULL DEFAULT 'pending',
     decided_at TEXT,
-    decided_by TEXT
+    decided_by TEXT,
+    change_kind TEXT NOT NULL DEFAULT '',
+    counterpart TEXT,
+    applied TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS review_open ON review (partition, decision, seq);
+CREATE TABLE IF NOT EXISTS trust (
+    org TEXT NOT NULL,
+    change_kind TEXT NOT NULL,
+    kept INTEGER NOT NULL DEFAULT 0,
+    rejected INTEGER NOT NULL DEFAULT 0,
+    reverted INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, change_kind)
+);
 CREATE TABLE IF NOT EXISTS recalls (
     recall_id TEXT PRIMARY KEY,
     partition TEXT NOT NULL,
@@ -126,6 +146,11 @@ class SqliteLedger:
         # The recall log holds what users said: what erasure deletes is overwritten, not left in free pages.
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(review)")}
+        for column, declared in (("change_kind", "TEXT NOT NULL DEFAULT ''"), ("counterpart", "TEXT"),
+                                 ("applied", "TEXT NOT NULL DEFAULT '[]'")):
+            if column not in columns:  # a ledger made before the review queue had them
+                self._db.execute(f"ALTER TABLE review ADD COLUMN {column} {declared}")
         self._lock = threading.Lock()
         # Reads on every turn (resolutions in force, erased ids) run beside the writes, on read connections of
         # their own; a ledger in memory has one connection, and reads it under the lock.
@@ -216,13 +241,13 @@ class SqliteLedger:
                     seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM review").fetchone()[0]
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO review (item_id, seq, kind, memory_id, partition, proposed_at, score, "
-                        "reason, before, after, decision, decided_at, decided_by) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "reason, before, after, decision, decided_at, decided_by, change_kind, counterpart, applied) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (item.item_id, seq, item.kind, item.memory_id, partition,
                          item.proposed_at.astimezone(UTC).isoformat(), item.score, item.reason,
                          item.before.model_dump_json(), item.after.model_dump_json(), item.decision,
                          None if item.decided_at is None else item.decided_at.astimezone(UTC).isoformat(),
-                         item.decided_by))
+                         item.decided_by, item.change_kind or item.kind, item.counterpart, dump_states(item.applied)))
                     added["review_items"] += cursor.rowcount
                 self._db.execute("COMMIT")
             except BaseException:
@@ -393,15 +418,15 @@ class SqliteLedger:
     # -- review queue ------------------------------------------------------------------------------------
 
     def propose(self, kind: ReviewKind, *, partition: str, before: MemoryState, after: MemoryState, score: float,
-                reason: str, at: datetime) -> ReviewItem:
+                reason: str, at: datetime, change_kind: str = "", counterpart: str | None = None) -> ReviewItem:
         item_id = "r_" + uuid.uuid4().hex[:20]
         with self._lock:
             seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM review").fetchone()[0]
             self._db.execute(
                 "INSERT INTO review (item_id, seq, kind, memory_id, partition, proposed_at, score, reason, before, "
-                "after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "after, change_kind, counterpart) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (item_id, seq, kind, before.memory_id, partition, at.astimezone(UTC).isoformat(), score, reason,
-                 before.model_dump_json(), after.model_dump_json()),
+                 before.model_dump_json(), after.model_dump_json(), change_kind or kind, counterpart),
             )
         return self.item(item_id)
 
@@ -438,22 +463,45 @@ class SqliteLedger:
             ).fetchone()
         return row is not None
 
-    def decide(self, item_id: str, decision: Decision, *, by: str, at: datetime) -> ReviewItem:
-        """Record a decision: a pending item is kept or rejected; a kept item can later be reverted."""
-        item = self.item(item_id)
-        allowed = {"pending": ("kept", "rejected"), "kept": ("reverted",)}.get(item.decision, ())
-        if decision not in allowed:
-            raise InvalidInput(f"review item {item_id!r} is {item.decision}: it can be "
-                               f"{' or '.join(allowed) or 'nothing more'}", field="decision")
-        with self._lock:
+    def decide(self, item_id: str, decision: Decision, *, by: str, at: datetime,
+               applied: Sequence[MemoryState] = ()) -> ReviewItem:
+        """Record a decision (``moves``), and a person's in the organisation's trust record, in one write."""
+        with self._lock, immediate(self._db):
+            row = self._db.execute(f"SELECT {self._REVIEW} FROM review WHERE item_id = ?", (item_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no review item {item_id!r}")
+            item = self._item(row)
+            counted = trust_move(item.decision, decision, item_id)
+            undone = decision == "pending"
             self._db.execute(
-                "UPDATE review SET decision = ?, decided_at = ?, decided_by = ? WHERE item_id = ?",
-                (decision, at.astimezone(UTC).isoformat(), by, item_id),
+                "UPDATE review SET decision = ?, decided_at = ?, decided_by = ?, applied = ? WHERE item_id = ?",
+                (decision, None if undone else at.astimezone(UTC).isoformat(), None if undone else by,
+                 dump_states(applied) if decision in ("kept", "auto_kept") else dump_states(item.applied)
+                 if decision == "reverted" else "[]", item_id),
             )
+            if counted is not None:
+                self._db.execute(
+                    f"INSERT INTO trust (org, change_kind, {counted}) VALUES (?, ?, 1) ON CONFLICT (org, change_kind) "
+                    f"DO UPDATE SET {counted} = {counted} + 1", (org_of(item.partition), item.change_kind or item.kind))
         return self.item(item_id)
 
+    def trust_record(self, org: str, change_kind: str) -> TrustRecord:
+        rows = self._read("SELECT kept, rejected, reverted FROM trust WHERE org = ? AND change_kind = ?",
+                          (org, change_kind))
+        kept, rejected, reverted = rows[0] if rows else (0, 0, 0)
+        return TrustRecord(org=org, change_kind=change_kind, kept=kept, rejected=rejected, reverted=reverted)
+
+    def forget_items(self, memory_ids: Sequence[str]) -> int:
+        if not memory_ids:
+            return 0
+        marks = ",".join("?" * len(memory_ids))
+        with self._lock:
+            cursor = self._db.execute(f"DELETE FROM review WHERE memory_id IN ({marks}) OR counterpart IN ({marks})",
+                                      [*memory_ids, *memory_ids])
+        return int(cursor.rowcount)
+
     _REVIEW = ("item_id, kind, memory_id, partition, proposed_at, score, reason, before, after, decision, "
-               "decided_at, decided_by")
+               "decided_at, decided_by, change_kind, counterpart, applied")
 
     @staticmethod
     def _item(row: tuple[Any, ...]) -> ReviewItem:
@@ -462,7 +510,8 @@ class SqliteLedger:
                           before=MemoryState.model_validate_json(row[7]),
                           after=MemoryState.model_validate_json(row[8]), decision=row[9],
                           decided_at=None if row[10] is None else datetime.fromisoformat(row[10]),
-                          decided_by=row[11])
+                          decided_by=row[11], change_kind=row[12] or row[1], counterpart=row[13],
+                          applied=load_states(row[14]))
 
     def forget_partition(self, partition: str) -> int:
         """An erased partition's review items go (they hold states, and the queue is not the audit trail)."""

@@ -20,6 +20,7 @@ class FactReads(MemoryRecords, StateRecords, Protocol):
     """What Path A and the fact currency read: memories and their states (the facts among them)."""
 
 
+_DEFAULT = MemoryState(memory_id="")
 FactListings = dict[Partition, tuple[list[Memory], dict[str, MemoryState]]]
 
 
@@ -51,22 +52,29 @@ def path_a(
               and s.status == "active"]
     canon_facts = [m for m in current([m for m in canon_memories if m.kind == "fact"], states).values()
                    if m.memory_id not in {p.memory_id for p in pinned}]
-    canon_facts.sort(key=lambda m: (m.created_at, m.memory_id))
     listed, listed_states = fact_listing(store, partition_for("user", character_id, user_id), listings)
     facts = list(current([f for f in listed if f.created_at <= now], listed_states).values())
+    # Canon holds its slots: a user's fact on one is left out (a conflict ticket waits for a director), unless a
+    # director let it stand for this user, when it is the canon fact that this user's prefix leaves out.
+    overridden = {f.slot for f in facts if listed_states.get(f.memory_id, _DEFAULT).overrides_canon}
+    canon_slots = {m.slot for m in canon_facts}
+    facts = [f for f in facts if f.slot not in canon_slots or f.slot in overridden]
+    canon_facts = [m for m in canon_facts if m.slot not in overridden]
+    canon_facts.sort(key=lambda m: (m.created_at, m.memory_id))
     return [*sorted(pinned, key=lambda m: (m.created_at, m.memory_id)), *canon_facts], facts
 
 
 def current_facts_only(
     store: FactReads, character_id: str, candidates: list[Candidate], memories: dict[str, Memory],
-    states: dict[str, MemoryState], notes: list[str], listings: FactListings,
+    states: dict[str, MemoryState], notes: list[str], listings: FactListings, user_id: str | None = None,
 ) -> tuple[list[Candidate], dict[str, Memory], dict[str, MemoryState]]:
     """Facts that are not current leave; a stale memory brings the fact that replaced it; canon wins.
 
     A memory that carried a superseded fact stays findable (its feelings still matter) but it brings the current
     fact in with at least its own relevance, and its strength carries the stale weight, so the outdated chunk
     never outranks the fact. A user's or the organisation's fact on a slot the character's canon holds is left
-    out: a preference can shape an answer but never override canon.
+    out: a preference can shape an answer but never override canon (a conflict ticket asks a director; a user's
+    fact the director let stand, ``overrides_canon``, stays, and the canon fact it contradicts leaves).
     """
     fact_partitions = {m.partition for m in memories.values() if m.kind == "fact"}
     wanted = {s.superseded_by for s in states.values() if s.stale and s.superseded_by}
@@ -83,6 +91,12 @@ def current_facts_only(
         by_partition[part] = {f.memory_id for f in winners.values()}
         if part.user_id == CANON:
             canon_slots |= set(winners)
+    overridden: set[tuple[str, str]] = set()
+    if user_id is not None and any(m.kind == "fact" and m.scope == "canon" for m in memories.values()):
+        listed, listed_states = fact_listing(store, partition_for("user", character_id, user_id), listings)
+        overridden = {f.slot for f in listed if f.slot is not None
+                      and listed_states.get(f.memory_id, _DEFAULT).overrides_canon
+                      and listed_states.get(f.memory_id, _DEFAULT).status == "active"}
     kept: list[Candidate] = []
     lift: dict[str, float] = {}
     present = {c.memory_id for c in candidates}
@@ -93,8 +107,13 @@ def current_facts_only(
         if memory.kind == "fact":
             if candidate.memory_id not in by_partition.get(memory.partition, set()):
                 continue  # superseded (or a crash left it behind its replacement)
-            if memory.scope != "canon" and memory.slot in canon_slots:
+            state = states.get(candidate.memory_id)
+            if memory.scope != "canon" and memory.slot in canon_slots \
+                    and not (state is not None and state.overrides_canon):
                 notes.append(f"{memory.scope} fact {memory.memory_id} left out: canon holds its slot")
+                continue
+            if memory.scope == "canon" and memory.slot in overridden:
+                notes.append(f"canon fact {memory.memory_id} left out: a director let this user's fact stand")
                 continue
         kept.append(candidate)
         state = states.get(candidate.memory_id)

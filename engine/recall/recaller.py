@@ -10,11 +10,15 @@ from datetime import datetime
 
 import numpy as np
 
+from engine import rehearsal
 from engine.domain.models import (
+    Memory,
+    MemoryState,
     Partition,
     RecallQuery,
     RecallResult,
     RecallTrace,
+    RehearsalCue,
     Resolution,
     ToneConstraint,
 )
@@ -27,6 +31,7 @@ from engine.recall.tone import ToneRules
 from engine.telemetry import span
 from prompts.context import Budget, assemble
 from prompts.tokens import TokenCounter, default_counter
+from prompts.wording import rehearsal_cue
 
 log = logging.getLogger("feltsense.recall")
 Resolutions = Callable[[Partition, datetime], dict[str, Resolution]]
@@ -92,7 +97,8 @@ class Recaller:
             memories = {m.memory_id: m for m in self._store.get_memories(ids)}
             states = self._store.get_states(ids)
             candidates, memories, states = path_a.current_facts_only(self._store, query.character_id, candidates,
-                                                                     memories, states, notes, listings)
+                                                                     memories, states, notes, listings,
+                                                                     user_id=query.user_id)
             traces = self._store.get_traces([c.memory_id for c in candidates])
             toned_found, resolved = self._tone_inputs(partition, profile, now)
             recalled, toned = stage_two.stage_two(
@@ -113,6 +119,7 @@ class Recaller:
         with span("feltsense.recall.context") as stage:
             pins, facts = path_a.path_a(self._store, query.character_id, query.user_id, now, listings)
             in_prefix = {m.memory_id for m in (*pins, *facts)}
+            choice, cue = self._rehearsal(partition, facts, listings, now, query.session_id, profile)
             context, context_trace = assemble(
                 pins=pins, facts=facts, standing_rules=standing_rules, tone_constraints=tone_constraints,
                 memories=[m for m in recalled
@@ -121,7 +128,12 @@ class Recaller:
                 budget=Budget(total_tokens=profile.context.budget_tokens,
                               max_pin_tokens=profile.context.max_pin_tokens),
                 counter=self._counter,
+                rehearsal=None if cue is None else (cue.memory_id, cue.instruction),
             )
+            if cue is not None and context_trace.rehearsal is None:
+                cue = None  # it did not fit the budget: not offered, so not marked as offered
+            if cue is not None:
+                self._offered(cue, listings[partition][1][cue.memory_id], now, query.session_id or "", profile)
             stage.set_attribute("feltsense.context_tokens", context_trace.prefix_tokens + context_trace.tone_tokens
                                + context_trace.tail_tokens)
         timings["tone_and_context_ms"] = (time.perf_counter() - mark) * 1000
@@ -145,6 +157,8 @@ class Recaller:
             profile_version=profile.version,
             notes=tuple(notes),
             context=context_trace,
+            rehearsal_due=choice.due,
+            rehearsal_note=choice.note,
         )
         if mode != "hybrid":
             log.warning("recall answered in %s mode for %s/%s", mode, query.character_id, query.user_id)
@@ -154,9 +168,32 @@ class Recaller:
             tone_constraints=tone_constraints,
             standing_rules=standing_rules,
             resolutions=tuple(dict.fromkeys(m.resolution for m in recalled if m.resolution is not None)),
+            rehearsal=cue,
             context=context,
             trace=trace,
         )
+
+    def _rehearsal(self, partition: Partition, facts: Sequence[Memory], listings: path_a.FactListings,
+                   now: datetime, session_id: str | None, profile: TuningProfile
+                   ) -> tuple[rehearsal.CueChoice, RehearsalCue | None]:
+        """This turn's optional check of a rehearsed fact, if one is due and the session and cadence allow."""
+        states = listings[partition][1] if partition in listings else {}
+        choice = rehearsal.choose_cue(facts, states, now, session_id, profile.rehearsal)
+        fact = choice.fact
+        if fact is None:
+            return choice, None
+        plan = states[fact.memory_id].rehearsal
+        assert plan is not None
+        return choice, RehearsalCue(memory_id=fact.memory_id, reason=plan.reason, box=plan.box, due=plan.due,
+                                    instruction=rehearsal_cue(plan.reason, fact.text))
+
+    def _offered(self, cue: RehearsalCue, state: MemoryState, now: datetime, session_id: str,
+                 profile: TuningProfile) -> None:
+        """Mark the check offered (the one write a recall makes, at most once a session): not again this session,
+        and not due again before its box's wait."""
+        assert state.rehearsal is not None
+        self._store.put_states([state.model_copy(update={
+            "rehearsal": rehearsal.cued(state.rehearsal, now, session_id, profile.rehearsal)})])
 
     def standing_rules(self, partition: Partition, now: datetime) -> tuple[ToneConstraint, ...]:
         """The standing tone rules in force for a user at ``now``, whatever a turn would recall: what a recall's

@@ -11,12 +11,12 @@ import pytest
 from litestar.testing import TestClient
 
 from api.auth import KeyStore
-from tests.inprocess import in_process
+from tests.inprocess import Clock, in_process
 
 
 class Api:
-    def __init__(self, client: TestClient[Any], keys: KeyStore) -> None:
-        self.client, self.keys = client, keys
+    def __init__(self, client: TestClient[Any], keys: KeyStore, clock: Clock | None = None) -> None:
+        self.client, self.keys, self.clock = client, keys, clock or Clock()
         self.tokens: dict[tuple[str, str], str] = {}
 
     def as_(self, role: str, org: str = "acme") -> dict[str, str]:
@@ -46,7 +46,7 @@ class Api:
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Api]:
     with in_process(tmp_path, transcript_dirs=None) as running, TestClient(running.app) as client:
-        yield Api(client, running.keys)
+        yield Api(client, running.keys, running.clock)
 
 
 def fact(scope: str, sentence: str, value: str, **extra: str) -> dict[str, str]:
@@ -125,8 +125,9 @@ def test_a_users_erasure_returns_a_receipt_and_leaves_others_alone(api: Api) -> 
 
 def test_the_review_queue_over_http(api: Api) -> None:
     shared = fact("shared", "The studio is in Porto.", "Porto", subject="studio")
-    for _ in range(2):  # stated twice: the sweep proposes promoting it
+    for _ in range(2):  # stated twice and left standing two months: the sweep proposes promoting it
         api.client.post("/v1/facts", json=shared, headers=api.as_("director"))
+    api.clock.later(days=60)
     assert api.client.post("/v1/maintenance/sweep", headers=api.as_("runtime")).status_code == 403
     api.say("u1", ["Hello!"])  # a partition the sweep visits, whose levels include the shared one
     swept = api.client.post("/v1/maintenance/sweep", headers=api.as_("admin"))

@@ -187,7 +187,8 @@ def test_the_defaults_and_what_each_constant_means_need_no_key(api: Api) -> None
         "retrieval.fused_floor", "retrieval.lexical_only_cap", "retrieval.bm25_k1", "retrieval.bm25_b",
         "retrieval.vector_zero_margin", "retrieval.vector_relative_margin", "retrieval.fused_relative_floor",
         "retrieval.tier_intercept", "retrieval.tier_fused_weight", "retrieval.tier_lead_weight",
-        "write.max_attempts", "write.resolution_min_similarity"}
+        "write.max_attempts", "write.resolution_min_similarity", "consolidation.retrieval_scale",
+        "consolidation.query_kind_scale", "consolidation.stated_scale", "consolidation.age_scale_days"}
 
     schema = api.client.get("/openapi.json").json()["paths"]["/v1/tuning/defaults"]["get"]
     assert "security" not in schema and "401" not in schema["responses"]

@@ -237,6 +237,55 @@ def test_review_decisions_move_only_forward(ledger: Ledger) -> None:
         ledger.decide("r_unknown", "kept", by="director:k1", at=T0)
 
 
+def test_a_persons_decisions_count_towards_trust_and_automatic_keeps_never_do(ledger: Ledger) -> None:
+    acme = partition_key("acme:ava", "u1")
+    state = MemoryState(memory_id="f1", status="provisional")
+    after = state.model_copy(update={"status": "active"})
+    revoked = MemoryState(memory_id="f0", status="active")
+    items = [ledger.propose("promote", partition=acme, before=state, after=after, score=0.6, reason="gate", at=T0,
+                            change_kind="promote:diet") for _ in range(4)]
+    assert items[0].change_kind == "promote:diet" and items[0].counterpart is None and items[0].applied == ()
+    kept = ledger.decide(items[0].item_id, "kept", by="runtime:k1", at=T0, applied=[revoked])
+    assert kept.applied == (revoked,)  # what a revert restores besides before
+    ledger.decide(items[1].item_id, "kept", by="runtime:k1", at=T0)
+    ledger.decide(items[1].item_id, "reverted", by="runtime:k1", at=T0)
+    ledger.decide(items[2].item_id, "rejected", by="runtime:k1", at=T0)
+    auto = ledger.decide(items[3].item_id, "auto_kept", by="trust", at=T0, applied=[revoked])
+    assert (auto.decision, auto.decided_by, auto.applied) == ("auto_kept", "trust", (revoked,))
+    with pytest.raises(InvalidInput):
+        ledger.decide(items[3].item_id, "reverted", by="runtime:k1", at=T0)  # an automatic keep is undone
+    undone = ledger.decide(items[3].item_id, "pending", by="runtime:k1", at=T0)
+    assert (undone.decision, undone.decided_by, undone.decided_at, undone.applied) == ("pending", None, None, ())
+    record = ledger.trust_record("acme:", "promote:diet")
+    assert (record.kept, record.rejected, record.reverted, record.held) == (2, 1, 1, 1)
+    assert record.rate == pytest.approx(1 / 3)
+    # Per organisation and change kind.
+    assert ledger.trust_record("", "promote:diet").kept == 0
+    assert ledger.trust_record("acme:", "promote:name").kept == 0
+    with pytest.raises(InvalidInput):
+        ledger.decide(items[0].item_id, "pending", by="runtime:k1", at=T0)  # only an automatic keep goes back
+
+
+def test_items_about_erased_memories_go_wherever_they_are_filed(ledger: Ledger) -> None:
+    canon = partition_key("ava", "~canon")
+    claim = MemoryState(memory_id="f_user")
+    ticket = ledger.propose("conflict", partition=canon, before=claim,
+                            after=claim.model_copy(update={"overrides_canon": True}), score=1.0, reason="conflict",
+                            at=T0, counterpart="f_canon")
+    other = ledger.propose("demote", partition=PARTITION, before=MemoryState(memory_id="m9"),
+                           after=MemoryState(memory_id="m9"), score=0.1, reason="faded", at=T0)
+    assert ledger.item(ticket.item_id).counterpart == "f_canon"
+    assert ledger.item(ticket.item_id).change_kind == "conflict"
+    assert ledger.forget_items([]) == 0
+    assert ledger.forget_items(["f_user"]) == 1
+    with pytest.raises(NotFound):
+        ledger.item(ticket.item_id)
+    again = ledger.propose("conflict", partition=canon, before=claim, after=claim, score=1.0, reason="conflict",
+                           at=T0, counterpart="f_canon")
+    assert ledger.forget_items(["f_canon"]) == 1  # as the counterpart too
+    assert ledger.item(other.item_id).item_id == other.item_id and again.item_id != ticket.item_id
+
+
 def test_open_items_filter_by_partition_and_decision_in_proposal_order(ledger: Ledger) -> None:
     other = partition_key("bea", "u1")
     items = []
@@ -621,3 +670,25 @@ def test_a_development_key_known_only_by_its_label_is_adopted(keys: KeyStore, tm
     keys.revoke(adopted.key_id)
     again = keys.development_key(tmp_path / "dev-key")
     assert (again.key_id, again.token) == (adopted.key_id, None) and len(keys.list()) == 1
+
+
+def test_a_ledger_made_before_change_kinds_opens_and_reads_its_items(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE review (item_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT NOT NULL, "
+                "memory_id TEXT NOT NULL, partition TEXT NOT NULL, proposed_at TEXT NOT NULL, score REAL NOT NULL, "
+                "reason TEXT NOT NULL, before TEXT NOT NULL, after TEXT NOT NULL, decision TEXT NOT NULL DEFAULT "
+                "'pending', decided_at TEXT, decided_by TEXT)")
+    state = MemoryState(memory_id="f1").model_dump_json()
+    old.execute("INSERT INTO review (item_id, seq, kind, memory_id, partition, proposed_at, score, reason, before, "
+                "after) VALUES ('r_old', 1, 'promote', 'f1', ?, ?, 0.5, 'stated 2 times', ?, ?)",
+                (PARTITION, T0.isoformat(), state, state))
+    old.commit()
+    old.close()
+    ledger = SqliteLedger(path)
+    item = ledger.item("r_old")
+    assert (item.change_kind, item.counterpart, item.applied) == ("promote", None, ())
+    assert ledger.decide("r_old", "kept", by="director:k1", at=T0).decision == "kept"
+    ledger.close()

@@ -140,10 +140,10 @@ def test_the_schema_is_migrated_once_and_prefixed(postgres_url: str) -> None:
                 "SELECT version FROM feltsense_schema_migrations WHERE component = 'ledger'").fetchall()
             tables = connection.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename").fetchall()
-        assert [v for (v,) in applied] == [m.version for m in MIGRATIONS] == [1]
+        assert [v for (v,) in applied] == [m.version for m in MIGRATIONS] == [1, 2]
         assert {t for (t,) in tables} - {"feltsense_schema_migrations"} == {
             "ledger_audit", "ledger_erased_facts", "ledger_erased_turns", "ledger_partitions", "ledger_recalls",
-            "ledger_resolutions", "ledger_review"}
+            "ledger_resolutions", "ledger_review", "ledger_trust"}
         on_pool = PostgresLedger.on_pool(pool)
         on_pool.record("m1", PARTITION, "stored", at=T0, actor="system")
         on_pool.close()  # the pool is the caller's: still open

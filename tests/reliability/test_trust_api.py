@@ -27,7 +27,7 @@ from litestar.testing import TestClient
 from api.auth import KeyStore
 from engine.domain.models import RecallQuery, RecallResult
 from engine.service import Engine
-from tests.inprocess import CachedKeys, in_process
+from tests.inprocess import CachedKeys, Clock, in_process
 from tests.keys import sqlite_key_store
 from tests.servers.feltsense import FeltsenseService
 
@@ -149,6 +149,7 @@ class Service(CachedKeys):
     client: TestClient[Litestar]
     keys: KeyStore
     tokens: dict[tuple[str, str], str] = field(default_factory=dict)
+    clock: Clock = field(default_factory=Clock)
 
     def post(self, path: str, body: Any = None, role: str = "runtime", org: str = "acme") -> Any:
         return self.client.post(path, json=body, headers=self.headers(role, org))
@@ -162,7 +163,7 @@ class Service(CachedKeys):
 @contextlib.contextmanager
 def _service(tmp: Path, engine_class: type[Engine] = Engine) -> Iterator[Service]:
     with in_process(tmp, engine_class=engine_class) as running, TestClient(running.app) as client:
-        yield Service(client, running.keys)
+        yield Service(client, running.keys, clock=running.clock)
 
 
 @pytest.fixture
@@ -226,7 +227,8 @@ def test_two_unexpected_errors_get_different_request_ids(tmp_path: Path) -> None
 
 
 def _studio_fact_twice(service: Service, org: str) -> None:
-    """A director states a shared fact twice: it stays provisional, and the next sweep proposes promoting it."""
+    """A director states a shared fact twice: it stays provisional, and a sweep two months later (the default gate
+    weighs standing uncontradicted most) proposes promoting it."""
     fact = {"scope": "shared", "character_id": "ava", "subject": "studio", "relation": "home_town",
             "value": "Porto", "sentence": "The studio is in Porto."}
     for _ in range(2):
@@ -246,6 +248,7 @@ def test_an_admin_sweep_stays_in_its_organisation_and_an_operators_covers_every_
         assert service.post("/v1/sessions/s1/close", org=org).status_code == 200
         _studio_fact_twice(service, org)
 
+    service.clock.later(days=60)
     swept = service.post("/v1/maintenance/sweep", role="admin", org="acme")
     assert swept.status_code == 200, swept.text
     assert swept.json()["partitions"] == 3 and swept.json()["proposed"] == 1

@@ -41,7 +41,14 @@ from engine.adapters.sqlite_tuning import SqliteTuningStore
 from engine.domain.errors import InvalidInput
 from engine.domain.models import REGISTERS, Register, Tier
 from engine.domain.ports import Classifier, Embedder, NoChange
-from engine.domain.tuning import ContextParams, ScoringParams, TuningProfile
+from engine.domain.tuning import (
+    ConsolidationParams,
+    ContextParams,
+    RehearsalParams,
+    ScoringParams,
+    TrustParams,
+    TuningProfile,
+)
 from tests.fakes import KeywordClassifier
 from tests.inprocess import KeyedClient, in_process
 from tests.servers.feltsense import FeltsenseService
@@ -93,6 +100,11 @@ REGISTER_SET = tuple[Register, ...]
 """The one other kind of tuning field: a set of registers (``ToneParams.loss_registers``, ...), checked below."""
 
 
+CHOICES = (ConsolidationParams.model_fields["mode"].annotation, RehearsalParams.model_fields["enrol"].annotation,
+           TrustParams.model_fields["kinds"].annotation)
+"""The profile's other choices (a gate mode, the rehearsal policy, the kinds earned trust may keep): Literals."""
+
+
 def _numeric_fields(kind: object = (int, float)) -> Iterator[tuple[str, type[BaseModel], str]]:
     """(dotted name, model, field) for every int or float field of the profile, its sections' included (or, with
     ``kind=REGISTER_SET``, every register-set field). A section field of another type stops collection: decide
@@ -104,10 +116,10 @@ def _numeric_fields(kind: object = (int, float)) -> Iterator[tuple[str, type[Bas
         elif isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
             section = info.annotation
             for field_name, field in section.model_fields.items():
-                if field.annotation not in (int, float) and field.annotation not in (REGISTER_SET, Tier):
+                if field.annotation not in (int, float) and field.annotation not in (REGISTER_SET, Tier, *CHOICES):
                     raise TypeError(f"{name}.{field_name} is a {field.annotation}: is it a number to bound?")
-                if field.annotation == Tier:
-                    continue  # a choice of three, checked below
+                if field.annotation == Tier or field.annotation in CHOICES:
+                    continue  # a choice, validated by its Literal
                 if (field.annotation in (int, float)) == numeric:
                     yield f"{name}.{field_name}", section, field_name
 

@@ -51,9 +51,12 @@ __all__ = [
     "RecalledMemory",
     "RecordKind",
     "Register",
+    "Rehearsal",
+    "RehearsalCue",
     "Resolution",
     "ReviewItem",
     "ReviewKind",
+    "ReviewSide",
     "Role",
     "Scope",
     "ScoreComponents",
@@ -65,6 +68,7 @@ __all__ = [
     "ToneConstraint",
     "Trace",
     "TraceStatus",
+    "TrustRecord",
     "Turn",
     "WindowSource",
     "WindowTurn",
@@ -91,8 +95,8 @@ RecallDetail = Literal["compact", "full"]
 Status = Literal["active", "provisional", "revoked", "archived"]
 """A memory's lifecycle status: only active memories are in everyday recall; archived ones can be restored."""
 Source = Literal["user_stated", "inferred", "model_generated", "director"]
-ReviewKind = Literal["promote", "demote"]
-Decision = Literal["pending", "kept", "rejected", "reverted"]
+ReviewKind = Literal["promote", "demote", "conflict", "contradiction"]
+Decision = Literal["pending", "kept", "rejected", "reverted", "auto_kept"]
 
 
 class _Sent(BaseModel):
@@ -351,6 +355,17 @@ class CompactRecallTrace(_Read):
     notes: tuple[str, ...] = Field(default=(), description="why an answer was degraded or changed, for a person")
 
 
+class RehearsalCue(_Read):
+    """An optional, natural check of a rehearsed fact for the character. The user saying the fact again moves it
+    up a box (a longer wait before the next check); a new value files a review item instead of replacing it."""
+
+    memory_id: str = Field(description="the rehearsed fact")
+    reason: str = Field(description="why it is rehearsed: allergy, diet, close_name, bereavement or pinned")
+    box: int = Field(description="its Leitner box: 1 is checked soonest")
+    due: datetime = Field(description="when it fell due")
+    instruction: str = Field(description="what the system message tells the character")
+
+
 class CompactRecall(_Read):
     """The recall a runtime reads (the default): ``context`` to show the character, and what it was made from."""
 
@@ -359,6 +374,11 @@ class CompactRecall(_Read):
     tone_constraints: tuple[CompactToneRule, ...] = Field(description="from this turn's recalled memories")
     standing_rules: tuple[CompactToneRule, ...] = Field(description="in force whatever was recalled")
     memories: tuple[CompactMemory, ...] = Field(description="the recalled memories, best first")
+    rehearsal: RehearsalCue | None = Field(
+        default=None,
+        description="this turn's optional check of a rehearsed fact (an allergy, a diet, a close name, a loss), also "
+                    "in context.system: at most one a session, never required",
+    )
     trace: CompactRecallTrace
 
     @property
@@ -405,6 +425,18 @@ class StrengthSignals(_Read):
     )
 
 
+class Rehearsal(_Read):
+    """A fact's place on the rehearsal (Leitner) schedule: enrolled by the sweep because it is high-stakes."""
+
+    box: int = Field(description="1 is checked soonest; each confirmation moves it up a box, to a longer wait")
+    due: datetime = Field(description="from then on, recall may offer the character one optional check of it")
+    reason: str = Field(description="why it is rehearsed: allergy, diet, close_name, bereavement or pinned")
+    enrolled_at: datetime
+    cued_at: datetime | None = Field(default=None, description="when a recall last offered its check")
+    cued_session: str | None = Field(default=None, description="the session that check went to")
+    confirmed_at: datetime | None = Field(default=None, description="when the user last said it again")
+
+
 class MemoryState(_Read):
     """A memory's lifecycle, apart from its content: status, supersession, pin and strength signals."""
 
@@ -427,6 +459,15 @@ class MemoryState(_Read):
         default=None,
         description="when this state last changed (a fact's write, an archive, restore, pin, supersession or review "
                     "decision; usage does not count); null: a memory whose state never changed",
+    )
+    rehearsal: Rehearsal | None = Field(
+        default=None,
+        description="its place on the rehearsal schedule; null: not enrolled (see the profile's rehearsal)",
+    )
+    overrides_canon: bool = Field(
+        default=False,
+        description="a user's fact on a slot the character's canon holds, which a director let stand for this user "
+                    "(a kept conflict ticket); otherwise the character speaks canon",
     )
 
 
@@ -502,6 +543,10 @@ class SweepReport(_Read):
         description="recall-log entries removed by the retention (older than FELTSENSE_RECALL_LOG__DAYS, or beyond "
                     "FELTSENSE_RECALL_LOG__MAX_BYTES)",
     )
+    auto_kept: int = Field(
+        default=0, description="proposals kept on the organisation's earned trust (decision auto_kept), each undoable"
+    )
+    enrolled: int = Field(default=0, description="facts newly put on the rehearsal schedule")
 
 
 class AuditEvent(_Read):
@@ -534,29 +579,72 @@ class AuditEvent(_Read):
     )
 
 
+class ReviewSide(_Read):
+    """One side of a conflict or a contradiction."""
+
+    memory_id: str
+    scope: Scope = Field(description="user (the user's fact) or canon (the character's)")
+    text: str = Field(description="the fact's sentence")
+
+
 class ReviewItem(_Read):
     """A change consolidation proposed (``GET /v1/review``), the states before and after, and the decision."""
 
     item_id: str = Field(description="decide it with POST /v1/review/{item_id}")
     kind: ReviewKind = Field(
-        description="promote: a provisional fact stated again and again goes active. demote: a low-value memory "
-                    "recall keeps returning has its confidence halved (either once kept)"
+        description="promote: a provisional fact that cleared the consolidation gate goes active, its base strength "
+                    "the gate's score. demote: a low-value memory recall keeps returning has its confidence halved. "
+                    "conflict: a user's fact on a slot the character's canon holds (filed in the canon's queue, for a "
+                    "director; kept: it stands for that user). contradiction: a new value on a rehearsed fact's slot "
+                    "(kept: the new fact replaces it). Each once kept"
     )
     memory_id: str = Field(description="the memory the change is to")
     partition: str = Field(
         description="the memory's partition, character/user (the canon and shared levels' reserved ids start with ~)"
     )
     proposed_at: datetime = Field(description="when the sweep proposed it")
-    score: float = Field(description="the memory's live strength, 0 .. 1, when it was proposed")
-    reason: str = Field(description='why, for a person: "stated 3 times", "low-value memory retrieved 20 times"')
+    score: float = Field(description="a promotion's gate score (its starting strength); otherwise the memory's live "
+                                     "strength, 0 .. 1, when it was proposed")
+    reason: str = Field(description='why, for a person: "blended score 0.62 >= 0.5; stated 3 times, recalled 4 '
+                                    'times", "low-value memory retrieved 20 times"')
     before: MemoryState
     after: MemoryState
     decision: Decision = Field(
-        description="pending (nothing applied), kept (applied), rejected (dropped unapplied) or reverted (applied, "
-                    "then undone back to the exact prior state)"
+        description="pending (nothing applied), kept (applied by a person), rejected (dropped unapplied), reverted "
+                    "(applied, then undone back to the exact prior state) or auto_kept (applied on earned trust, "
+                    "decided_by trust; undone, it is pending again)"
     )
     decided_at: datetime | None = Field(description="when the latest decision was made; null while pending")
-    decided_by: str | None = Field(description="who made the latest decision (role:key id); null while pending")
+    decided_by: str | None = Field(
+        description="who made the latest decision (role:key id, or trust for an automatic keep); null while pending"
+    )
+    change_kind: str = Field(default="", description="what earned trust counts it as: promote:<relation>, demote, "
+                                                     "conflict or contradiction")
+    counterpart: str | None = Field(
+        default=None, description="the other side: a conflict's canon fact, a contradiction's rehearsed fact"
+    )
+    applied: tuple[MemoryState, ...] = Field(
+        default=(), description="the prior states of the other memories a keep changed (a promotion revokes its slot's "
+                                "fact): a revert or an undo restores them, with before, exactly"
+    )
+    sides: tuple[ReviewSide, ...] = Field(
+        default=(), description="a conflict's or contradiction's two sides in their own words: the item's memory first"
+    )
+
+
+class TrustRecord(_Read):
+    """An organisation's record of people's decisions on one kind of change (``GET /v1/review/trust``)."""
+
+    change_kind: str
+    kept: int = Field(description="kept by a person (automatic keeps never count)")
+    rejected: int
+    reverted: int = Field(description="kept, then reverted by a person")
+    held: int = Field(description="kept and not reverted")
+    rate: float = Field(description="held / (kept + rejected); 0 before any decision")
+    auto_keep_after: int = Field(description="the character's profile's bar: held keeps needed (0: never)")
+    min_keep_rate: float = Field(description="the profile's bar on the rate")
+    eligible: bool = Field(description="whether this kind may ever be kept automatically (the profile's trust.kinds)")
+    earned: bool = Field(description="whether the sweep now keeps changes of this kind itself")
 
 
 # -- the whole recall (detail="full"), for debugging and evaluation -------------------------------------------------
@@ -651,6 +739,9 @@ class ContextTrace(_Read):
     memories: tuple[str, ...] = Field(description="recalled memories injected, in rank order")
     memories_dropped: tuple[str, ...] = Field(description="recalled memories left out for the budget, lowest first")
     over_budget: bool = Field(description="Path A alone exceeded the budget (it is never dropped)")
+    rehearsal: str | None = Field(
+        default=None, description="the rehearsed fact whose optional check the tone part carries; null: none"
+    )
 
 
 class RecallTrace(_Read):
@@ -696,6 +787,10 @@ class RecallTrace(_Read):
         default=None,
         description="what the character was shown, and why: the token budget, what went in, what was left out",
     )
+    rehearsal_due: int = Field(default=0, description="the user's rehearsed facts due a check")
+    rehearsal_note: str = Field(
+        default="", description="why no check was offered though one was due (one this session already, the cadence)"
+    )
 
 
 class RecallResult(_Read):
@@ -711,6 +806,7 @@ class RecallResult(_Read):
         default=(), description="resolutions that kept a recalled memory's (or a would-be standing rule's) tone out "
                                 "of force this turn",
     )
+    rehearsal: RehearsalCue | None = Field(default=None, description="this turn's optional check of a rehearsed fact")
     context: AssembledContext
     trace: RecallTrace
 

@@ -381,6 +381,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/review/trust": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's record of people's decisions on one kind of change, and whether it has earned automatic keeps */
+        get: operations["V1ReviewTrustTrustRecord"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/review/{item_id}": {
         parameters: {
             query?: never;
@@ -390,7 +407,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state */
+        /** Decide a proposal: kept applies it, rejected drops it, reverted restores the exact prior state, undone takes back an automatic keep (exact prior state, pending again) */
         post: operations["V1ReviewItemIdDecide"];
         delete?: never;
         options?: never;
@@ -637,6 +654,8 @@ export interface components {
              * @default
              */
             recall_id?: string;
+            /** @description this turn's optional check of a rehearsed fact (an allergy, a diet, a close name, a loss), also in context.system: at most one a session, never required */
+            rehearsal?: components["schemas"]["RehearsalCue"] | null;
             /** @description in force whatever was recalled */
             standing_rules: components["schemas"]["CompactToneRule"][];
             /** @description from this turn's recalled memories */
@@ -675,6 +694,128 @@ export interface components {
             register: "grief" | "sadness" | "anxiety" | "anger" | "shame" | "joy" | "affection" | "pride" | "curiosity" | "neutral";
             /** @description a standing rule: in force whether or not its memories were recalled */
             standing: boolean;
+        };
+        /**
+         * ConsolidationParams
+         * @default {
+         *       "age_scale_days": 14,
+         *       "bar_age_days": 30,
+         *       "bar_confidence": 1,
+         *       "bar_query_kinds": 3,
+         *       "bar_retrievals": 5,
+         *       "bar_source_trust": 1,
+         *       "bar_stated": 3,
+         *       "k": 1,
+         *       "mode": "blended",
+         *       "query_kind_scale": 2,
+         *       "retrieval_scale": 3,
+         *       "stated_scale": 1,
+         *       "threshold": 0.65,
+         *       "weight_age": 2,
+         *       "weight_confidence": 0,
+         *       "weight_query_kinds": 0.5,
+         *       "weight_retrievals": 0,
+         *       "weight_source_trust": 0,
+         *       "weight_stated": 0.5
+         *     }
+         */
+        ConsolidationParams: {
+            /**
+             * @description maturation of age
+             * @default 14
+             */
+            age_scale_days?: number;
+            /**
+             * @description k-of-n bar of standing a while
+             * @default 30
+             */
+            bar_age_days?: number;
+            /**
+             * @description k-of-n bar of confidence
+             * @default 1
+             */
+            bar_confidence?: number;
+            /**
+             * @description k-of-n bar of kinds of question
+             * @default 3
+             */
+            bar_query_kinds?: number;
+            /**
+             * @description k-of-n bar of being recalled
+             * @default 5
+             */
+            bar_retrievals?: number;
+            /**
+             * @description k-of-n bar of who said it
+             * @default 1
+             */
+            bar_source_trust?: number;
+            /**
+             * @description k-of-n bar of being said again
+             * @default 3
+             */
+            bar_stated?: number;
+            /**
+             * @description k of the 6 signals
+             * @default 1
+             */
+            k?: number;
+            /**
+             * @description blended threshold, or k of the n signals' bars
+             * @default blended
+             * @enum {string}
+             */
+            mode?: "blended" | "k_of_n";
+            /**
+             * @description saturation of kinds
+             * @default 2
+             */
+            query_kind_scale?: number;
+            /**
+             * @description saturation of retrievals
+             * @default 3
+             */
+            retrieval_scale?: number;
+            /**
+             * @description saturation of repeats
+             * @default 1
+             */
+            stated_scale?: number;
+            /**
+             * @description blended score at which a candidate passes
+             * @default 0.65
+             */
+            threshold?: number;
+            /**
+             * @description blend weight of standing a while uncontradicted
+             * @default 2
+             */
+            weight_age?: number;
+            /**
+             * @description blend weight of confidence
+             * @default 0
+             */
+            weight_confidence?: number;
+            /**
+             * @description blend weight of being recalled by different kinds of question
+             * @default 0.5
+             */
+            weight_query_kinds?: number;
+            /**
+             * @description blend weight of being recalled
+             * @default 0
+             */
+            weight_retrievals?: number;
+            /**
+             * @description blend weight of who said it
+             * @default 0
+             */
+            weight_source_trust?: number;
+            /**
+             * @description blend weight of being said again
+             * @default 0.5
+             */
+            weight_stated?: number;
         };
         /**
          * ContextParams
@@ -722,6 +863,8 @@ export interface components {
             prefix_sha256: string;
             /** @description tokens of the stable prefix (Path A: canon, the user's facts, standing rules) */
             prefix_tokens: number;
+            /** @description the rehearsed fact whose optional check the tone part carries; null: none */
+            rehearsal?: string | null;
             /** @description standing rules in the prefix */
             standing_rules: number;
             /** @description tokens of the tail (the recalled memories) */
@@ -735,8 +878,11 @@ export interface components {
         };
         /** Decision */
         Decision: {
-            /** @enum {string} */
-            decision: "kept" | "rejected" | "reverted";
+            /**
+             * @description kept applies a pending item, rejected drops it, reverted restores the exact prior state of a kept one, undone restores the exact prior state of an auto_kept one and puts it back to pending
+             * @enum {string}
+             */
+            decision: "kept" | "rejected" | "reverted" | "undone";
         };
         /** ErasureReceipt */
         ErasureReceipt: {
@@ -1012,6 +1158,11 @@ export interface components {
             /** @description the memory this is the state of */
             memory_id: string;
             /**
+             * @description a user's fact on a slot the character's canon holds, which a director let stand for this user (a kept conflict ticket); otherwise the character speaks canon
+             * @default false
+             */
+            overrides_canon?: boolean;
+            /**
              * @description pinned (POST /v1/memories/{memory_id}/pin): its strength never falls below the pin floor, and the sweep never archives it
              * @default false
              */
@@ -1021,6 +1172,8 @@ export interface components {
              * @enum {null|string}
              */
             prior_status?: "active" | "provisional" | "revoked" | "archived" | null;
+            /** @description its place on the rehearsal schedule; null: not enrolled (see the profile's rehearsal) */
+            rehearsal?: components["schemas"]["Rehearsal"] | null;
             signals?: components["schemas"]["StrengthSignals"];
             /**
              * @description a turn whose fact was superseded: it never outranks the fact
@@ -1116,6 +1269,8 @@ export interface components {
              * @default
              */
             recall_id?: string;
+            /** @description this turn's optional check of a rehearsed fact */
+            rehearsal?: components["schemas"]["RehearsalCue"] | null;
             /**
              * @description resolutions that kept a recalled memory's (or a would-be standing rule's) tone out of force this turn
              * @default []
@@ -1155,6 +1310,16 @@ export interface components {
             notes?: string[];
             /** @description the character's tuning version that ranked it */
             profile_version: number;
+            /**
+             * @description the user's rehearsed facts due a check
+             * @default 0
+             */
+            rehearsal_due?: number;
+            /**
+             * @description why no check was offered though one was due (one this session already, the cadence)
+             * @default
+             */
+            rehearsal_note?: string;
             /**
              * @description memories that would carry a tone rule but were resolved by a later memory
              * @default 0
@@ -1238,6 +1403,103 @@ export interface components {
              * @default []
              */
             window_anchors?: string[];
+        };
+        /** Rehearsal */
+        Rehearsal: {
+            /** @description 1 is checked soonest; each confirmation moves it up a box, to a longer wait */
+            box: number;
+            /** @description when the user last said it again */
+            confirmed_at?: string | null;
+            /** @description when a recall last offered its check */
+            cued_at?: string | null;
+            /** @description the session that check went to */
+            cued_session?: string | null;
+            /**
+             * Format: date-time
+             * @description from then on, recall may offer the character one optional check of it
+             */
+            due: string;
+            /** Format: date-time */
+            enrolled_at: string;
+            /** @description why it is rehearsed: allergy, diet, close_name, bereavement or pinned */
+            reason: string;
+        };
+        /** RehearsalCue */
+        RehearsalCue: {
+            /** @description its Leitner box: 1 is checked soonest */
+            box: number;
+            /**
+             * Format: date-time
+             * @description when it fell due
+             */
+            due: string;
+            /** @description what the system message tells the character */
+            instruction: string;
+            /** @description the rehearsed fact */
+            memory_id: string;
+            /** @description why it is rehearsed: allergy, diet, close_name, bereavement or pinned */
+            reason: string;
+        };
+        /**
+         * RehearsalParams
+         * @default {
+         *       "box_1_days": 14,
+         *       "box_2_days": 30,
+         *       "box_3_days": 90,
+         *       "box_4_days": 180,
+         *       "box_5_days": 365,
+         *       "enrol": [
+         *         "allergy",
+         *         "diet",
+         *         "close_name",
+         *         "bereavement",
+         *         "pinned"
+         *       ],
+         *       "min_days_between_cues": 3
+         *     }
+         */
+        RehearsalParams: {
+            /**
+             * @description box 1 interval
+             * @default 14
+             */
+            box_1_days?: number;
+            /**
+             * @description box 2 interval
+             * @default 30
+             */
+            box_2_days?: number;
+            /**
+             * @description box 3 interval
+             * @default 90
+             */
+            box_3_days?: number;
+            /**
+             * @description box 4 interval
+             * @default 180
+             */
+            box_4_days?: number;
+            /**
+             * @description box 5 interval (the last box)
+             * @default 365
+             */
+            box_5_days?: number;
+            /**
+             * @description the enrolment policy
+             * @default [
+             *       "allergy",
+             *       "diet",
+             *       "close_name",
+             *       "bereavement",
+             *       "pinned"
+             *     ]
+             */
+            enrol?: ("allergy" | "diet" | "close_name" | "bereavement" | "pinned")[];
+            /**
+             * @description cadence of cues per user; never more than one per session
+             * @default 3
+             */
+            min_days_between_cues?: number;
         };
         /** ReplayComparison */
         ReplayComparison: {
@@ -1432,23 +1694,35 @@ export interface components {
         /** ReviewItem */
         ReviewItem: {
             after: components["schemas"]["MemoryState"];
+            /**
+             * @description the prior states of the other memories a keep changed (a promotion revokes its slot's fact): a revert or an undo restores them, with before, exactly
+             * @default []
+             */
+            applied?: components["schemas"]["MemoryState"][];
             before: components["schemas"]["MemoryState"];
+            /**
+             * @description what earned trust counts it as: promote:<relation>, demote, conflict or contradiction
+             * @default
+             */
+            change_kind?: string;
+            /** @description the other side: a conflict's canon fact, a contradiction's rehearsed fact */
+            counterpart?: string | null;
             /** @description when the latest decision was made; null while pending */
             decided_at: string | null;
-            /** @description who made the latest decision (role:key id); null while pending */
+            /** @description who made the latest decision (role:key id, or trust for an automatic keep); null while pending */
             decided_by: string | null;
             /**
-             * @description pending (nothing applied), kept (applied), rejected (dropped unapplied) or reverted (applied, then undone back to the exact prior state)
+             * @description pending (nothing applied), kept (applied by a person), rejected (dropped unapplied), reverted (applied, then undone back to the exact prior state) or auto_kept (applied on earned trust, decided_by trust; undone, it is pending again)
              * @enum {string}
              */
-            decision: "pending" | "kept" | "rejected" | "reverted";
+            decision: "pending" | "kept" | "rejected" | "reverted" | "auto_kept";
             /** @description decide it with POST /v1/review/{item_id} */
             item_id: string;
             /**
-             * @description promote: a provisional fact stated again and again goes active. demote: a low-value memory recall keeps returning has its confidence halved (either once kept)
+             * @description promote: a provisional fact that cleared the consolidation gate goes active, its base strength the gate's score. demote: a low-value memory recall keeps returning has its confidence halved. conflict: a user's fact on a slot the character's canon holds (filed in the canon's queue, for a director; kept: it stands for that user). contradiction: a new value on a rehearsed fact's slot (kept: the new fact replaces it). Each once kept
              * @enum {string}
              */
-            kind: "promote" | "demote";
+            kind: "promote" | "demote" | "conflict" | "contradiction";
             /** @description the memory the change is to */
             memory_id: string;
             /** @description the memory's partition, character/user (the canon and shared levels' reserved ids start with ~) */
@@ -1458,17 +1732,32 @@ export interface components {
              * @description when the sweep proposed it
              */
             proposed_at: string;
-            /** @description why, for a person: "stated 3 times", "low-value memory retrieved 20 times" */
+            /** @description why, for a person: "blended score 0.62 >= 0.5; stated 3 times, recalled 4 times", "low-value memory retrieved 20 times" */
             reason: string;
-            /** @description the memory's live strength, 0 .. 1, when it was proposed */
+            /** @description a promotion's gate score (its starting strength); otherwise the memory's live strength, 0 .. 1, when it was proposed */
             score: number;
+            /**
+             * @description a conflict's or contradiction's two sides in their own words: the item's memory first
+             * @default []
+             */
+            sides?: components["schemas"]["ReviewSide"][];
+        };
+        /** ReviewSide */
+        ReviewSide: {
+            memory_id: string;
+            /**
+             * @description user (the user's fact) or canon (the character's)
+             * @enum {string}
+             */
+            scope: "user" | "canon" | "shared";
+            /** @description the fact's sentence */
+            text: string;
         };
         /**
          * ScopeParams
          * @default {
          *       "canon_weight": 1.2,
          *       "mmr_lambda": 0.7,
-         *       "promote_mentions": 2,
          *       "shared_weight": 0.9,
          *       "user_weight": 1
          *     }
@@ -1484,11 +1773,6 @@ export interface components {
              * @default 0.7
              */
             mmr_lambda?: number;
-            /**
-             * @description a provisional fact stated this many times is proposed for promotion
-             * @default 2
-             */
-            promote_mentions?: number;
             /**
              * @description the organisation's shared memory
              * @default 0.9
@@ -1720,6 +2004,16 @@ export interface components {
         SweepReport: {
             /** @description memories moved to the cold archive: their strength fell below the profile's strength.archive_below (pinned memories and canon never are) */
             archived: number;
+            /**
+             * @description proposals kept on the organisation's earned trust (decision auto_kept), each undoable
+             * @default 0
+             */
+            auto_kept?: number;
+            /**
+             * @description facts newly put on the rehearsal schedule
+             * @default 0
+             */
+            enrolled?: number;
             /** @description partitions visited: each user's with each character, and the canon and shared levels they see */
             partitions: number;
             /** @description proposals filed to the review queue (GET /v1/review): promotions and demotions */
@@ -1908,6 +2202,56 @@ export interface components {
             name: string;
             text: string;
         };
+        /**
+         * TrustParams
+         * @default {
+         *       "auto_keep_after": 19,
+         *       "kinds": [
+         *         "promote"
+         *       ],
+         *       "min_keep_rate": 1
+         *     }
+         */
+        TrustParams: {
+            /**
+             * @description the count bar (0 turns earned trust off)
+             * @default 19
+             */
+            auto_keep_after?: number;
+            /**
+             * @description eligible review kinds (promotions are counted per relation: promote:diet)
+             * @default [
+             *       "promote"
+             *     ]
+             */
+            kinds?: ("promote" | "demote")[];
+            /**
+             * @description the rate bar: held / (kept + rejected)
+             * @default 1
+             */
+            min_keep_rate?: number;
+        };
+        /** TrustRecord */
+        TrustRecord: {
+            /** @description the character's profile's bar: held keeps needed (0: never) */
+            auto_keep_after: number;
+            change_kind: string;
+            /** @description whether the sweep now keeps changes of this kind itself */
+            earned: boolean;
+            /** @description whether this kind may ever be kept automatically (the profile's trust.kinds) */
+            eligible: boolean;
+            /** @description kept and not reverted */
+            held: number;
+            /** @description kept by a person (automatic keeps never count) */
+            kept: number;
+            /** @description the profile's bar on the rate */
+            min_keep_rate: number;
+            /** @description held / (kept + rejected); 0 before any decision */
+            rate: number;
+            rejected: number;
+            /** @description kept, then reverted by a person */
+            reverted: number;
+        };
         /** TunableConstant */
         TunableConstant: {
             /**
@@ -1959,12 +2303,15 @@ export interface components {
         TuningProfile: {
             /** @default default */
             character_id?: string;
+            consolidation?: components["schemas"]["ConsolidationParams"];
             context?: components["schemas"]["ContextParams"];
+            rehearsal?: components["schemas"]["RehearsalParams"];
             retrieval?: components["schemas"]["RetrievalParams"];
             scopes?: components["schemas"]["ScopeParams"];
             scoring?: components["schemas"]["ScoringParams"];
             strength?: components["schemas"]["StrengthParams"];
             tone?: components["schemas"]["ToneParams"];
+            trust?: components["schemas"]["TrustParams"];
             /**
              * @description the store keeps it in an SQLite INTEGER
              * @default 1
@@ -1985,27 +2332,33 @@ export interface components {
          * @description the proposed profile, compared with the character's saved one
          */
         TuningSections: {
+            consolidation?: components["schemas"]["ConsolidationParams"];
             context?: components["schemas"]["ContextParams"];
+            rehearsal?: components["schemas"]["RehearsalParams"];
             retrieval?: components["schemas"]["RetrievalParams"];
             scopes?: components["schemas"]["ScopeParams"];
             scoring?: components["schemas"]["ScoringParams"];
             strength?: components["schemas"]["StrengthParams"];
             tone?: components["schemas"]["ToneParams"];
+            trust?: components["schemas"]["TrustParams"];
             write?: components["schemas"]["WriteParams"];
         };
         /** TuningUpdate */
         TuningUpdate: {
+            consolidation?: components["schemas"]["ConsolidationParams"];
             context?: components["schemas"]["ContextParams"];
             /**
              * @description why the values change, kept in the history: a save without one is a 422
              * @default
              */
             note?: string;
+            rehearsal?: components["schemas"]["RehearsalParams"];
             retrieval?: components["schemas"]["RetrievalParams"];
             scopes?: components["schemas"]["ScopeParams"];
             scoring?: components["schemas"]["ScoringParams"];
             strength?: components["schemas"]["StrengthParams"];
             tone?: components["schemas"]["ToneParams"];
+            trust?: components["schemas"]["TrustParams"];
             write?: components["schemas"]["WriteParams"];
         };
         /** TuningVersion */
@@ -4105,7 +4458,7 @@ export interface operations {
             query: {
                 character_id: string;
                 user_id?: string | null;
-                decision?: "pending" | "kept" | "rejected" | "reverted" | null;
+                decision?: "pending" | "kept" | "rejected" | "reverted" | "auto_kept" | null;
             };
             header?: never;
             path?: never;
@@ -4120,6 +4473,84 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReviewItem"][];
+                };
+            };
+            /** @description Malformed request: the body is not JSON, not UTF-8, or nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request: the problem names each invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A backend rejected the request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A backend (or the tuning store) is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    V1ReviewTrustTrustRecord: {
+        parameters: {
+            query: {
+                character_id: string;
+                /** @description promote:<relation> (promote:diet), demote, conflict or contradiction */
+                change_kind: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustRecord"];
                 };
             };
             /** @description Malformed request: the body is not JSON, not UTF-8, or nested too deeply */

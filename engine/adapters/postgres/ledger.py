@@ -43,8 +43,17 @@ from psycopg_pool import PoolTimeout
 from engine.adapters.postgres.connection import BACKEND, Connection, Pool, open_pool, transaction
 from engine.adapters.postgres.migrations import Migration, lock_key, migrate
 from engine.adapters.sqlite_ledger import proper_names, turn_digest
-from engine.domain.errors import BackendUnavailable, InvalidInput, NotFound
-from engine.domain.models import AuditEvent, Decision, MemoryState, Resolution, ReviewItem, ReviewKind
+from engine.domain.errors import BackendUnavailable, NotFound
+from engine.domain.models import (
+    AuditEvent,
+    Decision,
+    MemoryState,
+    Resolution,
+    ReviewItem,
+    ReviewKind,
+    TrustRecord,
+)
+from engine.domain.review import dump_states, load_states, org_of, trust_move
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +139,26 @@ CREATE TABLE ledger_erased_turns (
 );
 """
 
+_SCHEMA_V2 = """
+ALTER TABLE ledger_review ADD COLUMN change_kind text NOT NULL DEFAULT '';
+ALTER TABLE ledger_review ADD COLUMN counterpart text COLLATE "C";
+ALTER TABLE ledger_review ADD COLUMN applied text NOT NULL DEFAULT '[]';
+CREATE INDEX ledger_review_counterpart ON ledger_review (counterpart) WHERE counterpart IS NOT NULL;
+CREATE INDEX ledger_review_memory ON ledger_review (memory_id);
+
+CREATE TABLE ledger_trust (
+    org text COLLATE "C" NOT NULL,
+    change_kind text COLLATE "C" NOT NULL,
+    kept bigint NOT NULL DEFAULT 0,
+    rejected bigint NOT NULL DEFAULT 0,
+    reverted bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (org, change_kind)
+);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "the ledger: audit, review queue, recalls, partitions, resolutions, erasure tombstones", _SCHEMA_V1),
+    Migration(2, "the review queue's change kinds and counterparts, and earned trust", _SCHEMA_V2),
 )
 
 # What ``purge`` vacuums: the tables erasure deletes from (recalls, review items, resolutions) or rewrites (the
@@ -141,7 +168,7 @@ _PURGED = ("ledger_recalls", "ledger_audit", "ledger_review", "ledger_resolution
 _AUDIT = "memory_id, partition, event, at, status, strength, names, actor"
 _RESOLUTION = "memory_id, resolved_by, register, at, cue, link, recorded_at, undone_at, undone_by"
 _REVIEW = ("item_id, kind, memory_id, partition, proposed_at, score, reason, before, after, decision, "
-           "decided_at, decided_by")
+           "decided_at, decided_by, change_kind, counterpart, applied")
 
 
 def _utc(at: datetime) -> datetime:
@@ -253,12 +280,14 @@ class PostgresLedger:
             for item in review_items:
                 inserted = connection.execute(
                     "INSERT INTO ledger_review (item_id, kind, memory_id, partition, proposed_at, score, reason, "
-                    "before, after, decision, decided_at, decided_by) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (item_id) DO NOTHING "
+                    "before, after, decision, decided_at, decided_by, change_kind, counterpart, applied) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (item_id) DO NOTHING "
                     "RETURNING 1",
                     (item.item_id, item.kind, item.memory_id, partition, _utc(item.proposed_at), item.score,
                      item.reason, item.before.model_dump_json(), item.after.model_dump_json(), item.decision,
-                     None if item.decided_at is None else _utc(item.decided_at), item.decided_by)).fetchone()
+                     None if item.decided_at is None else _utc(item.decided_at), item.decided_by,
+                     item.change_kind or item.kind, item.counterpart, dump_states(item.applied))).fetchone()
                 added["review_items"] += inserted is not None
         return added
 
@@ -459,14 +488,15 @@ class PostgresLedger:
     # -- review queue ------------------------------------------------------------------------------------
 
     def propose(self, kind: ReviewKind, *, partition: str, before: MemoryState, after: MemoryState, score: float,
-                reason: str, at: datetime) -> ReviewItem:
+                reason: str, at: datetime, change_kind: str = "", counterpart: str | None = None) -> ReviewItem:
         item_id = "r_" + uuid.uuid4().hex[:20]
         with transaction(self._pool) as connection:
             row = connection.execute(
                 "INSERT INTO ledger_review (item_id, kind, memory_id, partition, proposed_at, score, reason, before, "
-                f"after) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_REVIEW}",
+                f"after, change_kind, counterpart) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                f"RETURNING {_REVIEW}",
                 (item_id, kind, before.memory_id, partition, _utc(at), score, reason, before.model_dump_json(),
-                 after.model_dump_json()),
+                 after.model_dump_json(), change_kind or kind, counterpart),
             ).fetchone()
         assert row is not None
         return self._item(row)
@@ -508,26 +538,52 @@ class PostgresLedger:
             ).fetchone()
         return row is not None
 
-    def decide(self, item_id: str, decision: Decision, *, by: str, at: datetime) -> ReviewItem:
-        """Record a decision: a pending item is kept or rejected; a kept item can later be reverted. The item's
-        row is locked while the move is checked and made: a concurrent decision waits, then sees this one."""
+    def decide(self, item_id: str, decision: Decision, *, by: str, at: datetime,
+               applied: Sequence[MemoryState] = ()) -> ReviewItem:
+        """Record a decision (``engine.domain.review.MOVES``), and a person's in the organisation's trust record.
+        The item's row is locked while the move is checked and made: a concurrent decision waits, then sees this
+        one."""
         with transaction(self._pool) as connection:
             row = connection.execute(
-                "SELECT decision FROM ledger_review WHERE item_id = %s FOR UPDATE", (item_id,)
+                "SELECT decision, partition, change_kind, kind, applied FROM ledger_review WHERE item_id = %s "
+                "FOR UPDATE",
+                (item_id,),
             ).fetchone()
             if row is None:
                 raise NotFound(f"no review item {item_id!r}")
-            current = str(row[0])
-            allowed = {"pending": ("kept", "rejected"), "kept": ("reverted",)}.get(current, ())
-            if decision not in allowed:
-                raise InvalidInput(f"review item {item_id!r} is {current}: it can be "
-                                   f"{' or '.join(allowed) or 'nothing more'}", field="decision")
+            counted = trust_move(str(row[0]), decision, item_id)
+            undone = decision == "pending"
+            kept = (dump_states(applied) if decision in ("kept", "auto_kept")
+                    else str(row[4]) if decision == "reverted" else "[]")
             updated = connection.execute(
-                "UPDATE ledger_review SET decision = %s, decided_at = %s, decided_by = %s WHERE item_id = %s "
-                f"RETURNING {_REVIEW}", (decision, _utc(at), by, item_id),
+                "UPDATE ledger_review SET decision = %s, decided_at = %s, decided_by = %s, applied = %s "
+                f"WHERE item_id = %s RETURNING {_REVIEW}",
+                (decision, None if undone else _utc(at), None if undone else by, kept, item_id),
             ).fetchone()
+            if counted is not None:
+                connection.execute(
+                    f"INSERT INTO ledger_trust (org, change_kind, {counted}) VALUES (%s, %s, 1) "
+                    f"ON CONFLICT (org, change_kind) DO UPDATE SET {counted} = ledger_trust.{counted} + 1",
+                    (org_of(str(row[1])), str(row[2] or row[3])))
         assert updated is not None
         return self._item(updated)
+
+    def trust_record(self, org: str, change_kind: str) -> TrustRecord:
+        with transaction(self._pool) as connection:
+            row = connection.execute(
+                "SELECT kept, rejected, reverted FROM ledger_trust WHERE org = %s AND change_kind = %s",
+                (org, change_kind)).fetchone()
+        kept, rejected, reverted = row if row is not None else (0, 0, 0)
+        return TrustRecord(org=org, change_kind=change_kind, kept=kept, rejected=rejected, reverted=reverted)
+
+    def forget_items(self, memory_ids: Sequence[str]) -> int:
+        if not memory_ids:
+            return 0
+        with transaction(self._pool) as connection:
+            cursor = connection.execute(
+                "DELETE FROM ledger_review WHERE memory_id = ANY(%s::text[]) OR counterpart = ANY(%s::text[])",
+                (list(memory_ids), list(memory_ids)))
+            return max(cursor.rowcount, 0)
 
     @staticmethod
     def _item(row: tuple[Any, ...]) -> ReviewItem:
@@ -535,7 +591,8 @@ class PostgresLedger:
                           proposed_at=row[4].astimezone(UTC), score=row[5], reason=row[6],
                           before=MemoryState.model_validate_json(row[7]),
                           after=MemoryState.model_validate_json(row[8]), decision=row[9],
-                          decided_at=_read_time(row[10]), decided_by=row[11])
+                          decided_at=_read_time(row[10]), decided_by=row[11], change_kind=row[12] or row[1],
+                          counterpart=row[13], applied=load_states(row[14]))
 
     def forget_partition(self, partition: str) -> int:
         """An erased partition's review items go (they hold states, and the queue is not the audit trail)."""

@@ -18,10 +18,14 @@ def partition_key(character_id: str, user_id: str) -> str:
     return f"{character_id}\x1f{user_id}"
 
 
-ReviewKind = Literal["promote", "demote"]
-Decision = Literal["pending", "kept", "rejected", "reverted"]
-"""pending: proposed, nothing applied. kept: applied. rejected: dropped unapplied. reverted: applied, then undone
-back to the exact prior state."""
+ReviewKind = Literal["promote", "demote", "conflict", "contradiction"]
+"""promote: a provisional fact that cleared the consolidation gate goes active. demote: a low-value memory recall keeps
+returning is weakened. conflict: a user's fact on a slot the character's canon holds (kept: it stands for that user).
+contradiction: a later fact contradicts a rehearsed memory (kept: the new fact replaces it)."""
+Decision = Literal["pending", "kept", "rejected", "reverted", "auto_kept"]
+"""pending: proposed, nothing applied. kept: applied by a person. rejected: dropped unapplied. reverted: applied,
+then undone back to the exact prior state. auto_kept: applied on the organisation's earned trust, without a person;
+undoing it restores the prior state and puts the item back to pending."""
 
 
 class AuditEvent(BaseModel):
@@ -46,6 +50,17 @@ class AuditEvent(BaseModel):
         return (self.memory_id, self.event, self.at.astimezone(UTC).isoformat(), self.status, self.strength,
                 self.names, self.actor)
 
+class ReviewSide(BaseModel):
+    """One side of a conflict or a contradiction, as the review queue shows it (read from the store, not the
+    ledger, which keeps no content)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_id: str
+    scope: str
+    text: str
+
+
 class ReviewItem(BaseModel):
     """A change consolidation proposed, with the states before and after, and what a director decided."""
 
@@ -63,3 +78,33 @@ class ReviewItem(BaseModel):
     decision: Decision
     decided_at: datetime | None
     decided_by: str | None
+    change_kind: str = ""  # what earned trust is counted by: "promote:diet", "demote"
+    counterpart: str | None = None  # the other side: a conflict's canon fact, a contradiction's rehearsed memory
+    # the prior states of the other memories a keep changed (a promotion's supersession): a revert or an undo
+    # restores them with ``before``, exactly
+    applied: tuple[MemoryState, ...] = ()
+    sides: tuple[ReviewSide, ...] = ()  # read time only (never stored): both sides' words, for the director
+
+
+class TrustRecord(BaseModel):
+    """An organisation's record of human decisions on one kind of change (``ReviewItem.change_kind``). Automatic
+    keeps are never counted, so the trust it earns is never its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    org: str
+    change_kind: str
+    kept: int = 0
+    rejected: int = 0
+    reverted: int = 0
+
+    @property
+    def held(self) -> int:
+        """Kept by a person and not reverted since."""
+        return self.kept - self.reverted
+
+    @property
+    def rate(self) -> float:
+        """Of the proposals a person decided, the share kept and still kept; 0 before any decision."""
+        decided = self.kept + self.rejected
+        return self.held / decided if decided else 0.0

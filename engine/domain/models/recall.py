@@ -156,6 +156,8 @@ class RecallTrace(Frozen):
     profile_version: int
     notes: tuple[str, ...] = ()
     context: ContextTrace | None = None
+    rehearsal_due: int = 0  # the user's rehearsed facts due a check (engine.rehearsal)
+    rehearsal_note: str = ""  # why none was offered though one was due (a check this session, the cadence)
 
 
 class ContextTrace(Frozen):
@@ -175,6 +177,7 @@ class ContextTrace(Frozen):
     memories: tuple[str, ...]  # recalled memories injected, in rank order
     memories_dropped: tuple[str, ...]  # recalled memories left out for the budget, lowest first
     over_budget: bool  # Path A alone exceeded the budget (it is never dropped)
+    rehearsal: str | None = None  # the rehearsed fact whose optional check the tone part carries
 
 
 class AssembledContext(Frozen):
@@ -197,6 +200,17 @@ class AssembledContext(Frozen):
         return "\n\n".join(part for part in (self.prefix, self.tone) if part)
 
 
+class RehearsalCue(Frozen):
+    """One optional, natural check of a rehearsed fact for the character (``engine.rehearsal``): at most one a
+    session. A later turn that says the fact again moves it up a box; a new value files a review item."""
+
+    memory_id: str
+    reason: str  # allergy, diet, close_name, bereavement, pinned
+    box: int
+    due: datetime
+    instruction: str  # what the tone part of the system message says
+
+
 class RecallResult(Frozen):
     recall_id: str = ""
     memories: tuple[RecalledMemory, ...]
@@ -204,6 +218,7 @@ class RecallResult(Frozen):
     standing_rules: tuple[ToneConstraint, ...]  # in force whatever was recalled
     # resolutions that kept a recalled memory's (or a would-be standing rule's) tone out of force this turn
     resolutions: tuple[Resolution, ...] = ()
+    rehearsal: RehearsalCue | None = None  # this turn's optional check of a rehearsed fact
     context: AssembledContext
     trace: RecallTrace
 

@@ -180,6 +180,19 @@ class StrengthSignals(Frozen):
     source: Source = "user_stated"
 
 
+class Rehearsal(Frozen):
+    """A memory's place on the Leitner schedule (``engine.rehearsal``): which box, when it is next due, and the
+    last cue and check. Box 1 is checked soonest; each confirmation moves it up a box, to a longer interval."""
+
+    box: int = Field(default=1, ge=1)
+    due: AwareDatetime  # from here on, Path A may carry a cue to re-check it
+    reason: str = Field(max_length=60)  # why it is enrolled: "allergy", "diet", "close name", "bereavement", "pinned"
+    enrolled_at: AwareDatetime
+    cued_at: AwareDatetime | None = None  # when a recall last carried its cue
+    cued_session: str | None = None  # the session that cue went to (at most one cue a session)
+    confirmed_at: AwareDatetime | None = None  # when a later turn last confirmed it
+
+
 class MemoryState(Frozen):
     """A memory's lifecycle, apart from its content (which never changes): status, supersession, pins, strength."""
 
@@ -191,6 +204,8 @@ class MemoryState(Frozen):
     pinned: bool = False
     signals: StrengthSignals = StrengthSignals()
     changed_at: AwareDatetime | None = None
+    rehearsal: Rehearsal | None = None  # enrolled in rehearsal: re-checked on a Leitner schedule
+    overrides_canon: bool = False  # a user's fact on a canon slot that a director let stand for this user
 
 
 class Trace(Frozen):

@@ -14,6 +14,7 @@ from engine.domain.models import (
     Resolution,
     ReviewItem,
     ReviewKind,
+    TrustRecord,
 )
 
 # -- the ledger: apart from the memories it describes, and outliving them ----------------------------------------
@@ -48,7 +49,9 @@ class ReviewQueue(Protocol):
     """What consolidation proposed, and what a director decided."""
 
     def propose(self, kind: ReviewKind, *, partition: str, before: MemoryState, after: MemoryState, score: float,
-                reason: str, at: datetime) -> ReviewItem: ...
+                reason: str, at: datetime, change_kind: str = "", counterpart: str | None = None) -> ReviewItem:
+        """File a pending item; ``change_kind`` defaults to ``kind``."""
+        ...
 
     def item(self, item_id: str) -> ReviewItem:
         """NotFound for an unknown id."""
@@ -61,8 +64,24 @@ class ReviewQueue(Protocol):
 
     def is_pending(self, memory_id: str, kind: ReviewKind) -> bool: ...
 
-    def decide(self, item_id: str, decision: Decision, *, by: str, at: datetime) -> ReviewItem:
-        """A pending item is kept or rejected, a kept one reverted; InvalidInput for any other move."""
+    def decide(self, item_id: str, decision: Decision, *, by: str, at: datetime,
+               applied: Sequence[MemoryState] = ()) -> ReviewItem:
+        """Keep ``applied`` (the prior states of the other memories a keep changed) with a kept or auto_kept
+        decision; a move back to pending clears them. A pending item is kept, rejected or auto_kept, a kept one
+        reverted, an auto_kept one put back to pending (undone); InvalidInput for any other move. A person's kept,
+        rejected and reverted count in the organisation's ``trust_record`` for the item's change kind, in the same
+        write; auto_kept and its undoing
+        never count."""
+        ...
+
+    def trust_record(self, org: str, change_kind: str) -> TrustRecord:
+        """The organisation's human decisions on ``change_kind`` (org: the namespace prefix, ``"acme:"``, or ``""``);
+        zeros when none were made."""
+        ...
+
+    def forget_items(self, memory_ids: Sequence[str]) -> int:
+        """At erasure: remove the items about ``memory_ids`` (as their memory or their counterpart), wherever they
+        are filed (a conflict ticket sits in the canon's queue); returns how many."""
         ...
 
     def forget_partition(self, partition: str) -> int:

@@ -8,7 +8,7 @@ behind the default), and its ``Shown`` the creative director's (a plain-language
 reads the second from ``GET /v1/tuning/defaults``; nothing else keeps labels.
 
 One module a concept: ``shown`` (``Shown``, ``tunable`` and the shared texts), ``calibration`` (the measured
-defaults), ``sections`` (the seven sections and their constants) and ``profile`` (the whole profile and
+defaults), ``sections`` (the ten sections and their constants) and ``profile`` (the whole profile and
 ``ProfileSource``). The sections, the profile, ``Shown`` and ``tunable`` are importable from here; the shared
 texts and the measured defaults from their modules.
 """
@@ -17,25 +17,31 @@ from __future__ import annotations
 
 from engine.domain.tuning.profile import ProfileSource, TuningProfile
 from engine.domain.tuning.sections import (
+    ConsolidationParams,
     ContextParams,
+    RehearsalParams,
     RetrievalParams,
     ScopeParams,
     ScoringParams,
     StrengthParams,
     ToneParams,
+    TrustParams,
     WriteParams,
 )
 from engine.domain.tuning.shown import Shown, tunable
 
 __all__ = [
+    "ConsolidationParams",
     "ContextParams",
     "ProfileSource",
+    "RehearsalParams",
     "RetrievalParams",
     "ScopeParams",
     "ScoringParams",
     "Shown",
     "StrengthParams",
     "ToneParams",
+    "TrustParams",
     "TuningProfile",
     "WriteParams",
     "tunable",

@@ -43,6 +43,20 @@ class TuningProfile(_Params):
         ("How the user's memories, the character's canon and shared memory weigh against each other, and variety in "
          "what is recalled."),
     )] = sections.ScopeParams()
+    consolidation: Annotated[sections.ConsolidationParams, Shown(
+        "What becomes a lasting fact",
+        ("Each night, facts heard in passing are weighed on how often they came up and who said them; those that "
+         "pass are proposed for review, and start as strong as their score."),
+    )] = sections.ConsolidationParams()
+    rehearsal: Annotated[sections.RehearsalParams, Shown(
+        "Checking what matters",
+        ("Allergies, diets, close names and losses are re-checked now and then, gently and at most once a session, "
+         "instead of being left to fade."),
+    )] = sections.RehearsalParams()
+    trust: Annotated[sections.TrustParams, Shown(
+        "Earned trust",
+        "When the reviewers' record lets the sweep keep a routine kind of change itself, marked and undoable.",
+    )] = sections.TrustParams()
     context: Annotated[sections.ContextParams, Shown(
         "What the character is told",
         "How much of what is recalled the character is told on each turn.",

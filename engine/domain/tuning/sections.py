@@ -8,6 +8,7 @@ and the engineer's note."""
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import field_validator, model_validator
 
@@ -267,12 +268,15 @@ class ScopeParams(_Params):
         "1: recall the best matches even when they say the same thing; lower prefers memories that add something new.",
         ge=0.0, le=1.0, description="1: rank by score alone; lower trades score for diversity",
     )
-    promote_mentions: int = tunable(
-        2, "Mentions before a fact is proposed",
-        "A new fact the user states this many times is proposed for review as a lasting fact.",
-        unit="mentions", ge=1, le=100,
-        description="a provisional fact stated this many times is proposed for promotion",
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, value: object) -> object:
+        """``promote_mentions`` (a provisional fact stated that many times was proposed) is retired: the
+        consolidation gate decides now, and its ``bar_stated`` is that count. A profile saved with it still loads."""
+        if isinstance(value, dict) and "promote_mentions" in value:
+            value = {k: v for k, v in value.items() if k != "promote_mentions"}
+        return value
 
 
 class ToneParams(_Params):
@@ -523,3 +527,142 @@ class ContextParams(_Params):
             "returns the low-tier best matches, marked, for a runtime that wants them"
         ),
     )
+
+
+GATE_SWEEP = "feltsense eval consolidation"
+GATE_SCALE = "it maps a count onto 0 to 1 for the blend; the sweep keeps it fixed and chooses the weights instead"
+
+
+def _weight(default: float, signal: str) -> float:
+    return tunable(default, f"Weight of {signal}", f"How much {signal} counts in the blended score.",
+                   calibrated_by=GATE_SWEEP, ge=0.0, le=10.0, description=f"blend weight of {signal}")
+
+
+def _bar(default: float, signal: str, unit: str, *, ge: float, le: float) -> float:
+    return tunable(default, f"Bar for {signal}", f"In k-of-n mode, {signal} clears its bar at this value or more.",
+                   unit=unit, calibrated_by=GATE_SWEEP, ge=ge, le=le, description=f"k-of-n bar of {signal}")
+
+
+class ConsolidationParams(_Params):
+    """The consolidation gate (``scoring.consolidation``): which provisional facts the nightly sweep proposes to
+    make lasting, and the strength a kept one starts with (its blended score). Defaults come from
+    ``feltsense eval consolidation`` on the development conversations (``eval/data/consolidation_sweep.md``):
+    blended, threshold 0.65, weights (0, 0.5, 0, 0, 0.5, 2), so a fact is proposed once it has stood about seven
+    weeks uncontradicted, sooner when it is said again or comes up in other kinds of question. Confidence and trust
+    are 1 for every extracted fact today, so the sweep gave them no weight. k and the bars are the k-of-n mode's
+    best on dev, which is k = 1 (it promotes everything there: see the report before choosing k-of-n)."""
+
+    mode: Literal["blended", "k_of_n"] = tunable(
+        "blended", "How the gate decides",
+        ("blended: a weighted score of every signal must reach the threshold. k_of_n: at least k signals must each "
+         "clear their own bar."),
+        calibrated_by=GATE_SWEEP, description="blended threshold, or k of the n signals' bars",
+    )
+    threshold: float = tunable(
+        0.65, "Score to propose", "In blended mode, a fact whose score reaches this is proposed.",
+        calibrated_by=GATE_SWEEP, ge=0.0, le=1.0, description="blended score at which a candidate passes",
+    )
+    k: int = tunable(
+        1, "Signals needed (k)", "In k-of-n mode, how many signals must clear their bars.",
+        unit="signals", calibrated_by=GATE_SWEEP, ge=1, le=6, description="k of the 6 signals",
+    )
+    weight_retrievals: float = _weight(0.0, "being recalled")
+    weight_query_kinds: float = _weight(0.5, "being recalled by different kinds of question")
+    weight_confidence: float = _weight(0.0, "confidence")
+    weight_source_trust: float = _weight(0.0, "who said it")
+    weight_stated: float = _weight(0.5, "being said again")
+    weight_age: float = _weight(2.0, "standing a while uncontradicted")
+    bar_retrievals: float = _bar(5.0, "being recalled", "recalls", ge=0.0, le=1000.0)
+    bar_query_kinds: float = _bar(3.0, "kinds of question", "kinds", ge=0.0, le=32.0)
+    bar_confidence: float = _bar(1.0, "confidence", "", ge=0.0, le=1.0)
+    bar_source_trust: float = _bar(1.0, "who said it", "", ge=0.0, le=1.0)
+    bar_stated: float = _bar(3.0, "being said again", "times said", ge=1.0, le=100.0)
+    bar_age_days: float = _bar(30.0, "standing a while", "days", ge=0.0, le=3650.0)
+    retrieval_scale: float = tunable(3.0, "Recalls to count fully", "Recalls at which being recalled counts 63%.",
+                                     engineering=GATE_SCALE, gt=0.0, le=1000.0, description="saturation of retrievals")
+    query_kind_scale: float = tunable(2.0, "Question kinds to count fully", "Kinds at which variety counts 63%.",
+                                      engineering=GATE_SCALE, gt=0.0, le=32.0, description="saturation of kinds")
+    stated_scale: float = tunable(1.0, "Repeats to count fully", "Repeats (beyond the first) at which they count 63%.",
+                                  engineering=GATE_SCALE, gt=0.0, le=100.0, description="saturation of repeats")
+    age_scale_days: float = tunable(14.0, "Days to count fully", "Age at which standing a while counts 63%.",
+                                    unit="days", engineering=GATE_SCALE, gt=0.0, le=3650.0,
+                                    description="maturation of age")
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> ConsolidationParams:
+        if not any((self.weight_retrievals, self.weight_query_kinds, self.weight_confidence,
+                    self.weight_source_trust, self.weight_stated, self.weight_age)):
+            raise ValueError("at least one of the gate's weights must be above 0")
+        return self
+
+
+RehearsalKind = Literal["allergy", "diet", "close_name", "bereavement", "pinned"]
+
+
+class RehearsalParams(_Params):
+    """Rehearsal (``engine.rehearsal``): high-stakes memories re-checked on a Leitner schedule. An enrolled memory
+    that is due lets Path A offer the character one optional, natural check; a confirmation moves it up a box (a
+    longer wait), a contradiction files a review item."""
+
+    enrol: tuple[RehearsalKind, ...] = tunable(
+        ("allergy", "diet", "close_name", "bereavement", "pinned"), "What is rehearsed",
+        ("Allergies, diets, the names of close people and pets, losses, and anything a director pins: the memories the "
+         "character re-checks now and then. Empty: none."),
+        description="the enrolment policy",
+    )
+    box_1_days: float = tunable(14.0, "First check after", "A newly enrolled memory is first re-checked after this.",
+                                unit="days", gt=0.0, le=3650.0, description="box 1 interval")
+    box_2_days: float = tunable(30.0, "Then after", "Once confirmed, the next check waits this long.",
+                                unit="days", gt=0.0, le=3650.0, description="box 2 interval")
+    box_3_days: float = tunable(90.0, "Then after", "Confirmed twice, the next check waits this long.",
+                                unit="days", gt=0.0, le=3650.0, description="box 3 interval")
+    box_4_days: float = tunable(180.0, "Then after", "Confirmed three times, the next check waits this long.",
+                                unit="days", gt=0.0, le=3650.0, description="box 4 interval")
+    box_5_days: float = tunable(365.0, "At most every", "The longest wait, for a memory confirmed four times or more.",
+                                unit="days", gt=0.0, le=3650.0, description="box 5 interval (the last box)")
+    min_days_between_cues: float = tunable(
+        3.0, "Days between checks", "However many memories are due, the character checks at most one per session, "
+        "and no more often than this with one user.", unit="days", ge=0.0, le=365.0,
+        description="cadence of cues per user; never more than one per session",
+    )
+
+    @field_validator("enrol")
+    @classmethod
+    def _each_kind_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("each kind at most once")
+        return value
+
+    def intervals(self) -> tuple[float, ...]:
+        return (self.box_1_days, self.box_2_days, self.box_3_days, self.box_4_days, self.box_5_days)
+
+
+TrustKind = Literal["promote", "demote"]
+
+
+class TrustParams(_Params):
+    """Earned trust (``engine.trust``): once people in an organisation have kept a kind of change often enough and
+    reverted it rarely enough, the sweep keeps changes of that kind itself, each marked and each undoable back into
+    the queue. Only people's decisions count; conflicts with canon and contradictions of rehearsed memories are
+    always a person's."""
+
+    auto_keep_after: int = tunable(
+        19, "Keeps before trusting", "How many changes of one kind people must have kept (and not reverted) before "
+        "changes of that kind are kept automatically. 0: never.", unit="keeps", ge=0, le=100_000,
+        description="the count bar (0 turns earned trust off)",
+    )
+    min_keep_rate: float = tunable(
+        1.0, "Share kept", "Of the changes of that kind people decided, the share they kept and never reverted.",
+        ge=0.0, le=1.0, description="the rate bar: held / (kept + rejected)",
+    )
+    kinds: tuple[TrustKind, ...] = tunable(
+        ("promote",), "Changes that can earn trust", "Which kinds of change may ever be kept automatically.",
+        description="eligible review kinds (promotions are counted per relation: promote:diet)",
+    )
+
+    @field_validator("kinds")
+    @classmethod
+    def _each_kind_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("each kind at most once")
+        return value

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[3]
 PUBLIC = {
     "Engine", "Found", "Search", "build_engine", "build_key_records", "build_profile_store", "build_ledger",
     "check_settings",
-    "FactWrite", "Writer", "may_write", "stored_sentence", "ErasureReceipt", "SweepReport", "strength_params",
+    "FactWrite", "Writer", "may_write", "stored_sentence", "ErasureReceipt", "SweepReport", "strength_params", "earned",
 }
 
 
