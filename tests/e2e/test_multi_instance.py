@@ -232,42 +232,48 @@ def test_a_directors_save_through_a_ranks_bs_next_recall_within_the_cache_bound(
 
 def test_the_workers_sweep_files_one_review_queue_both_hosts_list_and_decide(deployment: Deployment) -> None:
     a, b, keys = deployment.a, deployment.b, deployment.keys
-    # A closed session of the organisation, so the sweep visits its levels (the shared one among them). The
-    # worker runs the close's write-time pass; A waits for it.
-    ok(call(a, "POST", "/v1/turns", keys["runtime"], json={"turns": [turn("u3", 0, "I played jazz all evening.")]}))
+    # The director's gate for this character proposes a taste said twice (stated, confidence and trust: 3 of 6);
+    # the default one waits weeks, and these hosts run on the real clock. Saved on A, read by the worker.
+    current = ok(call(a, "GET", f"/v1/characters/{CHARACTER}/tuning", keys["director"]))
+    update = {section: current[section] for section in current if section not in ("character_id", "version")}
+    update["consolidation"] = {**update["consolidation"], "mode": "k_of_n", "k": 3, "bar_stated": 2,
+                               "bar_retrievals": 1000, "bar_query_kinds": 32, "bar_age_days": 3650}
+    ok(call(a, "PUT", f"/v1/characters/{CHARACTER}/tuning", keys["director"],
+            json={**update, "note": "propose what a user says twice"}))
+    time.sleep(1.5)  # every process's profile cache holds a save for at most 1 s
+    # A closed session whose write-time pass (on the worker; A waits for it) reads a taste said twice: provisional.
+    ok(call(a, "POST", "/v1/turns", keys["runtime"], json={"turns": [
+        turn("u3", 0, "I love jazz."), turn("u3", 1, "Honestly, I love jazz.")]}))
     closed = ok(call(a, "POST", "/v1/sessions/u3-s1/close", keys["runtime"],
                      params={"wait": "true", "timeout_s": "30"}))
     assert closed["status"] == "complete" and closed["report"]["traces_pending"] == 0, closed
-    fact = {"scope": "shared", "character_id": CHARACTER, "subject": "jazz", "relation": "opinion", "value": "loves",
-            "sentence": "Everyone at the club loves jazz."}
-    first = ok(call(a, "POST", "/v1/facts", keys["director"], json=fact))
-    again = ok(call(b, "POST", "/v1/facts", keys["director"], json=fact))  # stated a second time, on the other host
-    assert first["status"] == "provisional"
-    assert again["fact_id"] == first["fact_id"]
+    where = {"character_id": CHARACTER, "user_id": "u3"}
+    [first] = [f for f in ok(call(b, "GET", "/v1/facts", keys["runtime"], params={"scope": "user", **where}))
+               if f["fact"]["text"] == 'The user loves "jazz".']
+    assert first["state"]["status"] == "provisional" and first["state"]["signals"]["mentions"] == 2
 
     assert deployment.worker.running(), deployment.worker.log.read_text(errors="replace")
     report = run_nightly(deployment.redis_url)
     assert report["proposed"] >= 1, report
 
-    queue = {"character_id": CHARACTER}
-    on_a = ok(call(a, "GET", "/v1/review", keys["admin"], params=queue))
-    on_b = ok(call(b, "GET", "/v1/review", keys["admin"], params=queue))
-    [item] = [i for i in on_a if i["memory_id"] == first["fact_id"]]
-    assert item["kind"] == "promote" and item["decision"] == "pending"
+    on_a = ok(call(a, "GET", "/v1/review", keys["runtime"], params=where))
+    on_b = ok(call(b, "GET", "/v1/review", keys["runtime"], params=where))
+    [item] = [i for i in on_a if i["memory_id"] == first["fact"]["memory_id"]]
+    assert item["kind"] == "promote" and item["decision"] == "pending" and item["change_kind"] == "promote:opinion"
     assert [i["item_id"] for i in on_b] == [i["item_id"] for i in on_a]
 
-    decided = ok(call(b, "POST", f"/v1/review/{item['item_id']}", keys["admin"], params=queue,
+    decided = ok(call(b, "POST", f"/v1/review/{item['item_id']}", keys["runtime"], params=where,
                       json={"decision": "kept"}))
     assert decided["decision"] == "kept"
-    assert decided["decided_by"] == f"admin:{key_id(keys['admin'])}"
+    assert decided["decided_by"] == f"runtime:{key_id(keys['runtime'])}"
 
-    assert item["item_id"] not in [i["item_id"] for i in ok(call(a, "GET", "/v1/review", keys["admin"],
-                                                                params=queue))]
-    [kept] = [i for i in ok(call(a, "GET", "/v1/review", keys["admin"], params={**queue, "decision": "kept"}))
+    assert item["item_id"] not in [i["item_id"] for i in ok(call(a, "GET", "/v1/review", keys["runtime"],
+                                                                params=where))]
+    [kept] = [i for i in ok(call(a, "GET", "/v1/review", keys["runtime"], params={**where, "decision": "kept"}))
               if i["item_id"] == item["item_id"]]
     assert kept["decided_by"] == decided["decided_by"]
-    facts = ok(call(a, "GET", "/v1/facts", keys["admin"], params={"scope": "shared", "character_id": CHARACTER}))
-    [promoted] = [f for f in facts if f["fact"]["memory_id"] == first["fact_id"]]
+    facts = ok(call(a, "GET", "/v1/facts", keys["runtime"], params={"scope": "user", **where}))
+    [promoted] = [f for f in facts if f["fact"]["memory_id"] == first["fact"]["memory_id"]]
     assert promoted["state"]["status"] == "active"
 
 
