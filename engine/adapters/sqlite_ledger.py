@@ -41,7 +41,7 @@ from engine.domain.models import (
     ReviewKind,
     TrustRecord,
 )
-from engine.domain.review import dump_states, load_states, org_of, trust_move
+from engine.domain.review import applied_after, dump_states, load_states, org_of, trust_move
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -476,8 +476,7 @@ class SqliteLedger:
             self._db.execute(
                 "UPDATE review SET decision = ?, decided_at = ?, decided_by = ?, applied = ? WHERE item_id = ?",
                 (decision, None if undone else at.astimezone(UTC).isoformat(), None if undone else by,
-                 dump_states(applied) if decision in ("kept", "auto_kept") else dump_states(item.applied)
-                 if decision == "reverted" else "[]", item_id),
+                 applied_after(decision, applied, dump_states(item.applied)), item_id),
             )
             if counted is not None:
                 self._db.execute(

@@ -41,3 +41,11 @@ def dump_states(states: Sequence[MemoryState]) -> str:
 
 def load_states(text: str | None) -> tuple[MemoryState, ...]:
     return tuple(MemoryState.model_validate(raw) for raw in json.loads(text or "[]"))
+
+
+def applied_after(decision: str, applied: Sequence[MemoryState], held: str) -> str:
+    """The ``applied`` column once an item moves to ``decision``: a keep (a person's or trust's) stores what it
+    changed; a revert keeps what is ``held`` (the record of what it restored); a move back to pending clears it."""
+    if decision in ("kept", "auto_kept"):
+        return dump_states(applied)
+    return held if decision == "reverted" else "[]"

@@ -53,7 +53,7 @@ from engine.domain.models import (
     ReviewKind,
     TrustRecord,
 )
-from engine.domain.review import dump_states, load_states, org_of, trust_move
+from engine.domain.review import applied_after, dump_states, load_states, org_of, trust_move
 
 log = logging.getLogger(__name__)
 
@@ -553,8 +553,7 @@ class PostgresLedger:
                 raise NotFound(f"no review item {item_id!r}")
             counted = trust_move(str(row[0]), decision, item_id)
             undone = decision == "pending"
-            kept = (dump_states(applied) if decision in ("kept", "auto_kept")
-                    else str(row[4]) if decision == "reverted" else "[]")
+            kept = applied_after(decision, applied, str(row[4]))
             updated = connection.execute(
                 "UPDATE ledger_review SET decision = %s, decided_at = %s, decided_by = %s, applied = %s "
                 f"WHERE item_id = %s RETURNING {_REVIEW}",
